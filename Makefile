@@ -1,0 +1,29 @@
+# Every set-up step lives here, so a fresh machine needs only `make test` or
+# `make check WORKSPACE=...` (see README.md).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+WORKSPACE ?= .
+
+.PHONY: install test lint check docs
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(BIN)/.installed
+
+lint: install
+	$(BIN)/ruff check app tests bench
+	$(BIN)/mypy app
+
+test: lint
+	$(BIN)/pytest -q
+
+check: install
+	$(BIN)/gpuproof check $(WORKSPACE)
+
+docs: install
+	$(BIN)/gpuproof docs > docs/rules.md

@@ -1,0 +1,3 @@
+"""gpuproof: keeps Rust GPU projects honest."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,92 @@
+"""What counts as GPU code, and the name-level vocabulary the rules share.
+
+A function is *GPU code* (DESIGN.md) by its name, its location, its signature,
+its ``#[cfg(feature = "cuda")]``, its impl block, or by being a GPU test. The
+reasons are kept apart because they are not equally strong: a ``gpu_*`` name is
+a claim, a file in ``*-gpu/`` only a context (that crate also holds host-side
+helpers such as shape arithmetic).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+from app.checks.model import Function
+
+_GPU_WORDS = r"gpu|cuda|cudnn|cublas|cublaslt|cubecl|wgpu|ptx|metal|mps|xpu|rocm|hip|vulkan|nccl"
+GPU_NAME = re.compile(rf"(?:^|_)(?:{_GPU_WORDS})(?:_|$|\d)|^launch_|_launch$", re.I)
+GPU_TYPE_NAME = re.compile(rf"(?:{_GPU_WORDS})", re.I)
+GPU_PATH = re.compile(
+    r"(?:^|[/_-])(?:gpu|cuda|cubecl|wgpu|kernels?|metal|mps|xpu|rocm|vulkan|cudnn|cublas)(?:$|[/_.-])",
+    re.I,
+)
+GPU_SIGNATURE = re.compile(
+    r"\b(?:Cuda\w*|Gpu\w*|Device(?:Buffer|Ptr|Slice|Repr)\w*|wgpu::\w+|ComputeClient|CubeTensor"
+    r"|CubeRuntime|TensorHandle\w*|Metal\w*|cudarc::\w+|CublasHandle|CudnnHandle)\b"
+)
+GPU_FEATURE = re.compile(r'feature\s*=\s*"(?:cuda|gpu|wgpu|cubecl|metal|cudnn|nccl|rocm|vulkan)[\w-]*"')
+# The op's CPU implementation, by name: ``add_cpu``, ``cpu_add``, ``cpu::add``,
+# ``matmul_reference``, ``naive_matmul``, ``host_softmax``, ``cpu_fallback``.
+CPU_IMPL_NAME = re.compile(r"(?:^|_)(?:cpu|host|reference|naive|fallback)(?:_|$)", re.I)
+# Functions whose whole purpose is moving data or showing it: readback is their job.
+TRANSFER_NAME = re.compile(
+    r"(?:gpu|cuda|device|dev)_?to_?(?:cpu|host|vec)|(?:cpu|host)_?to_?(?:gpu|cuda|device)"
+    r"|^to_(?:cpu|host|vec|gpu|cuda|device|scalar)|^(?:cpu|host|item|scalar|into_vec|to)$"
+    r"|readback|download|upload|copy_to|copy_from|^from_(?:vec|slice|host|cpu)|(?:^|_)item(?:_|$)"
+    r"|^fmt$|display|debug|dump|print|save|serialize|export|to_string|checksum|^read_"
+    r"|^write_|snapshot|summary|_to_host|_to_cpu|^as_host|^host_",
+    re.I,
+)
+TEST_ATTR = re.compile(r"#\[\s*(?:\w+::)*test(?:_case)?\b|#\[\s*rstest\b|#\[\s*cfg_attr\([^)]*\btest\b")
+BACKWARD_NAME = re.compile(r"^(?:backward|backward_\w+|\w+_backward|grad_fn|vjp|apply_grad)$")
+GPU_DEVICE_PATTERN = re.compile(r"\b(?:Cuda|Gpu|Wgpu|Metal|Mps|Xpu|Rocm|Vulkan|Cubecl|CubeCl|Hip)\b")
+CPU_DEVICE_PATTERN = re.compile(r"\bCpu\b")
+KERNEL_ATTR = re.compile(r"#\[\s*(?:cubecl::)?cube\b|#\[\s*kernel\b|#\[\s*(?:cuda_std::)?kernel\b")
+
+
+def has_gpu_cfg(attrs: tuple[str, ...]) -> bool:
+    """``#[cfg(feature = "cuda")]`` and the like, but not ``#[cfg(not(feature = "cuda"))]``."""
+    return any("cfg" in attr and GPU_FEATURE.search(attr) and "not(" not in attr for attr in attrs)
+
+
+def is_cpu_build(attrs: tuple[str, ...]) -> bool:
+    """An item compiled only when the GPU feature is off: the "no CUDA" side."""
+    return any("cfg" in a and "not(" in a and GPU_FEATURE.search(a) for a in attrs)
+
+
+def is_test(fn: Function) -> bool:
+    return any(TEST_ATTR.search(a) for a in fn.attrs)
+
+
+def in_test_code(fn: Function, path: str) -> bool:
+    """Tests, benches, examples and ``#[cfg(test)]`` modules: not production code."""
+    if is_test(fn):
+        return True
+    parts = path.split("/")
+    if any(p in ("tests", "benches", "examples") for p in parts[:-1]):
+        return True
+    return any("cfg(test)" in a.replace(" ", "") for a in fn.outer_attrs) or "tests" in fn.modules
+
+
+def in_gpu_path(path: str, gpu_paths: tuple[str, ...]) -> bool:
+    if any(fnmatch.fnmatch(path, pattern) for pattern in gpu_paths):
+        return True
+    return GPU_PATH.search(path) is not None
+
+
+def gpu_claim_reason(fn: Function) -> str:
+    """Why the function presents itself as GPU code ("" when it does not)."""
+    if CPU_IMPL_NAME.search(fn.name) and not GPU_NAME.search(fn.name):
+        return ""  # honestly named as the CPU implementation
+    if GPU_NAME.search(fn.name):
+        return f"its name `{fn.name}`"
+    if has_gpu_cfg(fn.attrs):
+        return "its `#[cfg(feature = ...)]` GPU gate"
+    if fn.impl_type and GPU_TYPE_NAME.search(fn.impl_type):
+        return f"its impl type `{fn.impl_type}`"
+    if fn.trait and GPU_TYPE_NAME.search(fn.trait):
+        return f"its trait `{fn.trait}`"
+    if GPU_SIGNATURE.search(fn.params) or GPU_SIGNATURE.search(fn.ret):
+        return "its GPU buffer types in the signature"
+    return ""

@@ -1,0 +1,35 @@
+"""Which tests are GPU tests, and which functions they reach."""
+
+from __future__ import annotations
+
+import weakref
+
+from app.checks import gpu_code
+from app.checks.workspace import IndexedFunction, Workspace
+
+_REACH: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
+
+
+def is_gpu_test(item: IndexedFunction) -> bool:
+    """A ``#[test]`` that is about the GPU: by name, file, module, feature gate, or
+    because it builds a GPU device."""
+    fn = item.fn
+    if not gpu_code.is_test(fn):
+        return False
+    return bool(
+        gpu_code.GPU_NAME.search(fn.name)
+        or gpu_code.GPU_PATH.search(item.path)
+        or any(gpu_code.GPU_NAME.search(m) for m in fn.modules)
+        or gpu_code.has_gpu_cfg(fn.attrs + fn.outer_attrs)
+        or any(s.kind == "gpu_device" for s in fn.signals)
+    )
+
+
+def gpu_test_reach(ws: Workspace) -> set[int]:
+    """``id()`` of every function some GPU test reaches through calls."""
+    reach = _REACH.get(ws)
+    if reach is None:
+        roots = [f for f in ws.functions if is_gpu_test(f)]
+        reach = {id(ws.functions[i]) for i in ws.reached_from(roots)}
+        _REACH[ws] = reach
+    return reach

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from app.checks.gpu_tests import is_gpu_test
+from app.checks.model import Severity
+from app.checks.patterns import has_return
+from app.checks.rules.base import Hit, Rule, function_name
+from app.checks.workspace import IndexedFunction, Workspace
+
+_SKIP_CONDITION = re.compile(
+    r"env::var|is_err\(\)|is_none\(\)|available|device_count|cuda|gpu|Cuda|Gpu|!.*is_ok\(\)", re.I
+)
+_ASSERT = re.compile(r"assert")
+
+
+def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
+    """## What it does
+    Flags a GPU test that cannot run or cannot fail on the GPU: `#[ignore]`,
+    `#[cfg(not(test))]`, an early `return` when an environment variable or the
+    device is missing (`Err(_) => return`, `let Ok(..) = .. else { return }`,
+    `if .. .is_err() { return; }`), or an empty body.
+
+    ## Why is this bad?
+    Spec Step 2 #9: such a test passes on a machine with no GPU, so a green run
+    says nothing about the GPU path. A missing GPU must fail the test (or the job
+    must not be scheduled there), not turn it into a silent pass.
+
+    ## Example
+    ```rust
+    #[test]
+    fn gpu_matmul_matches_cpu() {
+        let Ok(dev) = CudaDevice::new(0) else {
+            return;
+        };
+        let a = dev.htod_copy(vec![1.0f32; 4]).unwrap();
+        assert_eq!(gpu_matmul(&a, &a, &dev).unwrap().len(), 4);
+    }
+    ```
+
+    ## Use instead
+    ```rust
+    #[test]
+    fn gpu_matmul_matches_cpu() {
+        let dev = CudaDevice::new(0).expect("this test needs a CUDA device");
+        let a = dev.htod_copy(vec![1.0f32; 4]).unwrap();
+        assert_eq!(gpu_matmul(&a, &a, &dev).unwrap().len(), 4);
+    }
+    ```
+    """
+    fn = item.fn
+    if not is_gpu_test(item):
+        return
+    for attr in fn.attrs:
+        if re.match(r"#\[\s*ignore\b", attr):
+            yield Hit(
+                fn.line,
+                f"GPU test {function_name(item)} is switched off with `{attr}`: "
+                f"it never runs on the GPU. Run it on a GPU runner instead.",
+            )
+            return
+        if "cfg(not(test))" in attr.replace(" ", ""):
+            yield Hit(fn.line, f"GPU test {function_name(item)} is compiled out by `{attr}`.")
+            return
+    if re.sub(rb"\s+", b"", fn.text) == b"{}":
+        yield Hit(fn.fn_line, f"GPU test {function_name(item)} has an empty body: it cannot fail.")
+        return
+    for region in fn.regions:
+        if region.kind == "let-else" and has_return(item, region.start, region.end):
+            yield Hit(fn.line_of(region.start), _early_exit(item, f"`{region.head[:70]}`"))
+            return
+    for arm in fn.arms:
+        body = fn.text[arm.body_start : arm.end]
+        if (
+            arm.pattern.lstrip().startswith(("Err", "None"))
+            and re.search(rb"\breturn\b", body)
+            and not _ASSERT.search(body.decode("utf-8", "replace"))
+        ):
+            yield Hit(
+                fn.line_of(arm.start),
+                _early_exit(item, f"`{arm.pattern.strip()} => return` on `{arm.scrutinee[:50]}`"),
+            )
+            return
+    for branch in fn.branches:
+        then = fn.text[branch.then_start : branch.then_end].decode("utf-8", "replace")
+        if (
+            _SKIP_CONDITION.search(branch.condition)
+            and re.search(r"\breturn\b", then)
+            and not _ASSERT.search(then)
+            and "panic" not in then
+        ):
+            yield Hit(
+                fn.line_of(branch.start),
+                _early_exit(item, f"`if {branch.condition.strip()[:60]} {{ return }}`"),
+            )
+            return
+
+
+def _early_exit(item: IndexedFunction, how: str) -> str:
+    return (
+        f"GPU test {function_name(item)} returns early with {how} when the GPU or its "
+        f"configuration is missing, so it passes on a machine with no GPU. Fail instead "
+        f'(`.expect("this test needs a CUDA device")`), and run it on a GPU runner.'
+    )
+
+
+RULE = Rule(
+    id="disabled-gpu-test",
+    severity=Severity.ERROR,
+    spec="Step 2 #9",
+    summary="GPU test that is ignored, compiled out, empty, or returns early without a GPU",
+    check=check,
+)

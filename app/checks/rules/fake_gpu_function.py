@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from app.checks import gpu_code
+from app.checks.model import Severity
+from app.checks.patterns import cpu_work
+from app.checks.rules.base import Hit, Rule, error_type, function_name
+from app.checks.workspace import IndexedFunction, Workspace
+
+_RETURNS_DATA = re.compile(r"Tensor|Buffer|Storage|Array|Vec\s*<\s*(?:f|i|u|bf|T\b)|Handle|Slice")
+
+
+def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
+    """## What it does
+    Flags a function that presents itself as GPU code (a `gpu_*`/`cuda_*` name, a
+    GPU impl or trait, GPU buffer types in its signature, or a GPU crate/module)
+    while nothing it runs, itself or through its callees, launches GPU work: no
+    kernel launch, no cuBLAS/cuDNN call, no CubeCL or wgpu dispatch, no PTX/WGSL
+    source. Instead it computes on the host.
+
+    ## Why is this bad?
+    Spec Step 2 #1 and check 4a: "If zero matches are found in the function and
+    its callees, the function is not GPU code regardless of its name." Callers
+    believe the work runs on the GPU; it runs on the CPU, often with two copies
+    across PCIe on top.
+
+    ## Example
+    ```rust
+    pub fn gpu_relu(input: &[f32]) -> Vec<f32> {
+        let host: Vec<f32> = input.to_vec();
+        host.iter().map(|x| x.max(0.0)).collect()
+    }
+    ```
+
+    ## Use instead
+    ```rust
+    pub fn gpu_relu(input: &CudaSlice<f32>, dev: &CudaDevice) -> Result<CudaSlice<f32>, GpuError> {
+        let func = dev.get_func("relu", "relu_f32").ok_or(GpuError::MissingKernel)?;
+        let mut out = dev.alloc_zeros::<f32>(input.len())?;
+        unsafe { func.launch(LaunchConfig::for_num_elems(input.len() as u32), (&mut out, input)) }?;
+        Ok(out)
+    }
+    ```
+    """
+    fn = item.fn
+    if item.test_code or item.cpu_build or item.evidence or not item.is_gpu_code:
+        return
+    if gpu_code.TRANSFER_NAME.search(fn.name) or fn.trait in ("Display", "Debug", "Drop"):
+        return
+    if item.claim.startswith("its `#[cfg"):
+        return  # cfg-gated-stub covers items whose only claim is the feature gate
+    host = cpu_work(ws, item, 0, len(fn.text))
+    loops = [s for s in fn.signals if s.kind == "host_loop"]
+    if item.claim:
+        if not host and loops and _RETURNS_DATA.search(fn.ret):
+            host = f"computes in a host loop at line {fn.line_of(loops[0].offset)}"
+    elif not (host and loops and any(s.kind == "upload" for s in fn.signals)):
+        return  # location alone: only the read-back, host loop, upload shape
+    if not host:
+        return
+    reason = item.claim or f"its location `{item.path}`"
+    yield Hit(
+        fn.fn_line,
+        f"{function_name(item)} is GPU code by {reason}, but nothing it runs launches GPU "
+        f"work (no kernel launch, BLAS call, CubeCL/wgpu dispatch or kernel source, itself "
+        f"or through its callees); it {host}. Launch a real kernel, return "
+        f"`Err({error_type(ws)}::..)` for the unsupported case, or rename it `*_cpu`.",
+    )
+
+
+RULE = Rule(
+    id="fake-gpu-function",
+    severity=Severity.ERROR,
+    spec="Step 2 #1, Step 4a",
+    summary="GPU-named or GPU-located function with no backend evidence that computes on the host",
+    check=check,
+)

@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from app.checks import gpu_code
+from app.checks.model import Severity
+from app.checks.patterns import (
+    always_returns,
+    block_end,
+    cpu_only,
+    cpu_work,
+    ends_in_error,
+    gpu_work,
+    has_return,
+    opted_in,
+)
+from app.checks.rules.base import Hit, Rule, function_name
+from app.checks.workspace import IndexedFunction, Workspace
+
+_SHAPE_TEST = re.compile(
+    r"is_contiguous|contiguous|\bndim\b|\brank\b|shape|\bdims?\b|stride|batch|numel|\.len\(\)"
+    r"|dtype|DType|TypeId|size_of|is_f32|is_f64|\bf16\b|\bbf16\b|amsgrad|transpos|square"
+    r"|[=!<>]=\s*\d|[<>]\s*\d",
+)
+_GPU_CHOICE = re.compile(
+    r"\b(?:use|can|run|on|try)_(?:gpu|cuda|device|kernel|fast)\w*|\bgpu_ok\b|\bfast_path\b"
+)
+_DEVICE_TEST = re.compile(r"\.is_(?:cuda|gpu)\(\)|Device::Cuda")
+
+
+def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
+    """## What it does
+    Flags GPU code that sends the "hard" cases to the CPU: an `if` on contiguity,
+    shape, batch size or dtype whose branch runs the CPU implementation, an
+    `if x.is_cuda() && <easy case>` whose `else` runs on the CPU, or a
+    `use_gpu = <dtype test>` switch.
+
+    ## Why is this bad?
+    Spec Step 2 #10: the op is reported as supported on the GPU, but only square,
+    contiguous, f32, batch-1 inputs get there; everything else silently takes the
+    CPU detour.
+
+    ## Example
+    ```rust
+    pub fn gpu_matmul(a: &Tensor, b: &Tensor) -> Result<Tensor, GpuError> {
+        if !a.is_contiguous() || a.shape()[0] != 1 {
+            return matmul_cpu(a, b);
+        }
+        launch_matmul_kernel(a, b)
+    }
+    ```
+
+    ## Use instead
+    ```rust
+    pub fn gpu_matmul(a: &Tensor, b: &Tensor) -> Result<Tensor, GpuError> {
+        let a = a.contiguous()?;
+        launch_matmul_kernel(&a, b)
+    }
+    ```
+    """
+    fn = item.fn
+    if item.test_code or item.cpu_build or gpu_code.TRANSFER_NAME.search(fn.name):
+        return
+    for branch in fn.branches:
+        cond = _expanded(item, branch.condition)
+        if not (item.is_gpu_code or _DEVICE_TEST.search(cond) or _GPU_CHOICE.search(cond)):
+            continue
+        choices: list[tuple[int, int]] = []
+        if branch.else_start < 0 and _fast_path_then_cpu(item, cond, branch.then_start, branch.then_end):
+            choices.append((branch.then_end, block_end(item, branch.start)))
+        if _GPU_CHOICE.search(cond) and branch.else_start >= 0:
+            choices.append((branch.else_start, branch.else_end))
+        elif _SHAPE_TEST.search(cond):
+            if _DEVICE_TEST.search(cond) and "&&" in cond and branch.else_start >= 0:
+                choices.append((branch.else_start, branch.else_end))
+            elif not _DEVICE_TEST.search(cond):
+                choices.append((branch.then_start, branch.then_end))
+        for start, end in choices:
+            cpu = cpu_work(ws, item, start, end)
+            if not cpu or cpu_only(item, start) or ends_in_error(item, start, end):
+                continue
+            if gpu_work(ws, item, start, end) or opted_in(ws, item, start, end):
+                continue
+            yield Hit(
+                fn.line_of(branch.start),
+                f"{function_name(item)} chooses the CPU by shape, layout or dtype "
+                f"(`if {branch.condition.strip()[:70]}`): that case {cpu}. Handle it on the device "
+                f"(make the input contiguous there, add the kernel variant) or return a "
+                f"structured error for the unsupported case.",
+            )
+            return
+
+
+def _expanded(item: IndexedFunction, cond: str) -> str:
+    """A condition that is a bare flag (``if use_gpu``) stands for the expression the
+    flag was set from (``let use_gpu = is_f32 && x.is_cuda() && !amsgrad;``)."""
+    name = cond.strip().lstrip("!").strip()
+    if not re.fullmatch(r"\w+", name):
+        return cond
+    found = re.search(
+        rb"let\s+(?:mut\s+)?" + re.escape(name.encode()) + rb"\s*(?::[^=;]+)?=([^;]+);", item.fn.text
+    )
+    return f"{cond} /* = {found.group(1).decode('utf-8', 'replace')} */" if found else cond
+
+
+def _fast_path_then_cpu(item: IndexedFunction, cond: str, then_start: int, then_end: int) -> bool:
+    """``if x.is_cuda() && <easy case> { ..; return }`` (or a device test whose block
+    returns only for the easy case): whatever the test rejects continues below."""
+    if cond.strip().startswith("!") or not (_DEVICE_TEST.search(cond) or _GPU_CHOICE.search(cond)):
+        return False
+    if not has_return(item, then_start, then_end):
+        return False
+    if _SHAPE_TEST.search(cond):
+        return not ends_in_error(item, then_start, then_end)
+    nested_gate = any(
+        then_start <= b.start < then_end and _SHAPE_TEST.search(b.condition) for b in item.fn.branches
+    )
+    return nested_gate and not always_returns(item, then_start, then_end)
+
+
+RULE = Rule(
+    id="shape-bypass",
+    severity=Severity.ERROR,
+    spec="Step 2 #10",
+    summary="GPU code that sends hard shapes, layouts or dtypes to the CPU",
+    check=check,
+)

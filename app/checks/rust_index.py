@@ -1,0 +1,564 @@
+"""Parse one Rust file with tree-sitter-rust and extract the facts the rules need.
+
+The extraction is the expensive part of a scan, so it does as little Python work
+per node as it can: a single tree-sitter query (run in C) finds the structural
+nodes, and token-level observations (calls, kernel launches, readbacks) come
+from regexes over each function's text with comments and string contents
+blanked out. The result depends only on the file's bytes, which is what makes it
+cacheable by content.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from functools import cache
+from typing import Any, NamedTuple
+
+from tree_sitter import Language, Node, Parser, Query, QueryCursor
+
+from app.checks.model import (
+    Arm,
+    Branch,
+    Call,
+    Comment,
+    FileFacts,
+    Function,
+    GpuSource,
+    Literal,
+    Macro,
+    Region,
+    Signal,
+)
+
+# Bump when the facts change shape or meaning: it is part of the cache key.
+EXTRACTOR_VERSION = "8"
+
+_TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
+
+_QUERY = """
+(function_item) @fn
+(match_expression
+  value: (_) @match.value
+  body: (match_block (match_arm pattern: (_) @arm.pattern value: (_) @arm.value) @arm))
+(if_expression condition: (_) @if.cond consequence: (block) @if.then
+  alternative: (else_clause (_) @if.else)) @if
+(if_expression condition: (_) @if.cond consequence: (block) @if.then !alternative) @if
+(let_declaration alternative: (block) @letelse.block) @letelse
+(call_expression
+  function: (field_expression field: (field_identifier) @handler.name)
+  arguments: (arguments (closure_expression body: (_) @handler.body)))
+(macro_invocation macro: (_) @macro.name (token_tree) @macro.args) @macro
+(line_comment) @comment
+(block_comment) @comment
+(string_literal) @string
+(raw_string_literal) @string
+(const_item name: (identifier) @const.name value: (_) @const.value)
+(static_item name: (identifier) @const.name value: (_) @const.value)
+(use_declaration) @use
+(ERROR) @error
+"""
+
+_HANDLER_METHODS = {"unwrap_or_else", "or_else", "map_or_else", "unwrap_or", "map_err"}
+
+_CALL_RE = re.compile(rb"\b([A-Za-z_]\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\(")
+_QUALIFIER_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:")
+_NOT_CALLS = frozenset(
+    {
+        "if",
+        "while",
+        "match",
+        "for",
+        "return",
+        "in",
+        "fn",
+        "let",
+        "loop",
+        "move",
+        "as",
+        "unsafe",
+        "else",
+        "where",
+        "impl",
+        "mut",
+        "ref",
+        "Some",
+        "Ok",
+        "Err",
+        "None",
+        "Box",
+        "dyn",
+        "break",
+        "continue",
+        "await",
+        "self",
+        "Self",
+        "crate",
+        "super",
+    }
+)
+
+
+# Token-level observations. Python's regex engine is slow on a large alternation,
+# so an Aho-Corasick automaton finds the keywords in one pass and a small regex,
+# anchored at the keyword, confirms each hit. ``before`` says what must precede
+# the keyword: "word" a non-identifier character, "dot" a method-call dot.
+class _SignalSpec(NamedTuple):
+    keyword: str
+    kind: str
+    pattern: re.Pattern[str]
+    before: str
+
+
+def _spec(keyword: str, kind: str, pattern: str, before: str = "word") -> _SignalSpec:
+    return _SignalSpec(keyword, kind, re.compile(pattern), before)
+
+
+_SIGNAL_SPECS = (
+    # Device-to-host copies: the data leaves the GPU.
+    _spec("cpu", "readback", r"cpu\s*\(\s*\)", "dot"),
+    _spec("to_cpu", "readback", r"to_cpu\w*\s*\(", "any"),
+    _spec("dtoh", "readback", r"dtoh\w*", "any"),
+    _spec("memcpy_dto", "readback", r"memcpy_dto[hv]\w*"),
+    _spec("copy_to_host", "readback", r"copy_to_host\w*"),
+    _spec("to_host", "readback", r"to_host\s*\(", "any"),
+    _spec("read_one", "readback", r"read_one\s*\("),
+    _spec("Device", "readback", r"Device\s*::\s*Cpu\b(?=\s*\))", "to-call"),
+    _spec("map_async", "readback", r"map_async\b"),
+    _spec("to_vec", "readback", r"to_vec[123]\s*(?:::\s*<[^>]*>)?\s*\(", "dot"),
+    _spec("to_scalar", "readback", r"to_scalar\s*(?:::\s*<[^>]*>)?\s*\(", "dot"),
+    _spec("to_data", "readback", r"to_data\s*\(", "dot"),
+    _spec("into_data", "readback", r"into_data\s*\(", "dot"),
+    _spec("data_vec", "readback", r"data_vec\s*\(", "dot"),
+    _spec("download", "readback", r"download\w*\s*\("),
+    _spec("read_buffer", "readback", r"read_buffer\w*\s*\("),
+    # Work launched on the GPU, or GPU libraries and kernel sources.
+    _spec(
+        "cudarc",
+        "launch",
+        r"cudarc\s*::\s*(?:cublas|cublaslt|cudnn|cufft|cusolver|cusparse|curand|nccl|nvrtc)\b",
+    ),
+    _spec(
+        "launch",
+        "launch",
+        r"launch(?:_builder|_on_stream|_async|_cooperative|_unchecked|_kernel\w*)?\s*(?:::\s*<|\(|\b)",
+        "any",
+    ),
+    _spec("LaunchConfig", "launch", r"LaunchConfig\b"),
+    _spec("LaunchAsync", "launch", r"LaunchAsync\b"),
+    _spec("cuLaunchKernel", "launch", r"cuLaunchKernel\w*"),
+    *(
+        _spec(lib, "launch", lib + r"\w*\s*(?:::|\()")
+        for lib in ("cublas", "cudnn", "cufft", "cusolver", "cusparse", "curand", "nccl")
+    ),
+    _spec("gemm", "launch", r"gemm(?:_strided_batched|_batched|_ex)?\s*\(", "any"),
+    _spec("gemv", "launch", r"gemv\s*\(", "any"),
+    _spec("cubecl", "launch", r"cubecl\s*::\s*\w"),
+    _spec("CubeCount", "launch", r"CubeCount\b"),
+    _spec("CubeDim", "launch", r"CubeDim\b"),
+    _spec("wgpu", "launch", r"wgpu\s*::\s*\w"),
+    _spec("dispatch_workgroups", "launch", r"dispatch_workgroups\w*"),
+    _spec("begin_compute_pass", "launch", r"begin_compute_pass\b"),
+    _spec("create_compute_pipeline", "launch", r"create_compute_pipeline\b"),
+    _spec("dispatch_thread", "launch", r"dispatch_thread(?:_group)?s\b"),
+    _spec("set_compute_pipeline_state", "launch", r"set_compute_pipeline_state\b"),
+    _spec("load_ptx", "launch", r"load_ptx\b"),
+    _spec("compile_ptx", "launch", r"compile_ptx\w*"),
+    _spec("Ptx", "launch", r"Ptx\s*::"),
+    _spec("nvrtc", "launch", r"nvrtc\w*"),
+    _spec("get_or_compile", "launch", r"get_or_compile\w*"),
+    _spec("load_module", "launch", r"load_module\b"),
+    _spec("get_or_load_func", "launch", r"get_or_load_func\w*"),
+    _spec("load_function", "launch", r"load_function\b"),
+    _spec("get_func", "launch", r"get_func\s*\("),
+    # Host-to-device copies and device allocations.
+    _spec("cpu_to_gpu", "upload", r"cpu_to_gpu\w*\s*\("),
+    _spec("htod", "upload", r"htod\w*", "any"),
+    _spec("to_gpu", "upload", r"to_gpu\s*\(", "any"),
+    _spec("to", "upload", r"to\s*\(\s*&?\*?\s*(?:\w+\.)?\w*device\w*(?:\(\))?\s*\)", "dot"),
+    _spec("to_device", "upload", r"to_device\s*\(", "any"),
+    _spec("cuda", "upload", r"cuda\s*\(", "dot"),
+    _spec("upload", "upload", r"upload\w*\s*\("),
+    _spec("create_buffer_init", "upload", r"create_buffer_init\b"),
+    _spec("write_buffer", "upload", r"write_buffer\b"),
+    _spec("alloc_zeros", "device_memory", r"alloc_zeros\b"),
+    _spec("CudaSlice", "device_memory", r"CudaSlice\b"),
+    _spec("synchronize", "sync", r"synchronize\s*\(", "any"),
+    # Host-side computation and control flow.
+    _spec("for", "host_loop", r"for\b[^{};]{1,120}?\bin\b"),
+    _spec("iter", "host_loop", r"iter(?:_mut)?\s*\(\s*\)", "dot"),
+    _spec("par_iter", "host_loop", r"par_iter\w*", "dot"),
+    _spec("chunks", "host_loop", r"chunks\w*\s*\(", "dot"),
+    _spec("to_vec", "to_vec", r"to_vec\s*\(\s*\)", "dot"),
+    _spec("env", "env", r"env\s*::\s*var(?:_os)?\s*\("),
+    _spec("Device", "device_cpu", r"Device\s*::\s*Cpu\b"),
+    _spec(
+        "Device", "gpu_device", r"Device\s*::\s*(?:Cuda|Gpu|Wgpu|Metal|Vulkan|Rocm|Xpu|Mps|Cubecl|CubeCl)\b"
+    ),
+    _spec("cuda", "gpu_device", r"cuda\s*\(", "dot"),
+    _spec("CudaDevice", "gpu_device", r"CudaDevice\s*::\s*new\b"),
+    _spec("GpuDevice", "gpu_device", r"GpuDevice\s*::\s*new\b"),
+    _spec("CudaContext", "gpu_device", r"CudaContext\s*::\s*new\b"),
+    _spec("cuda_if_available", "gpu_device", r"cuda_if_available\b"),
+    _spec("new_cuda", "gpu_device", r"new_cuda\b"),
+    _spec("is_cuda", "gpu_device", r"is_cuda\s*\(", "dot"),
+    _spec("is_gpu", "gpu_device", r"is_gpu\s*\(", "dot"),
+    _spec("device_ordinal", "gpu_device", r"device_ordinal\s*\(", "dot"),
+    _spec("WgpuDevice", "gpu_device", r"WgpuDevice\b"),
+    _spec("CudaRuntime", "gpu_device", r"CudaRuntime\b"),
+    _spec("Err", "return_err", r"Err\s*\("),
+    _spec("return", "return", r"return\b"),
+    _spec("continue", "return", r"continue\b"),
+)
+
+
+def _calls(text: bytes) -> list[Call]:
+    calls: list[Call] = []
+    for m in _CALL_RE.finditer(text):
+        name = m.group(1).decode()
+        if name in _NOT_CALLS or name[0].isupper():
+            continue  # keywords, and tuple-struct or enum-variant constructors
+        start = m.start(1)
+        back = start - 1
+        while back >= 0 and text[back] in b" \t\r\n":
+            back -= 1
+        qualifier = ""
+        if back >= 1 and text[back - 1 : back + 1] == b"::":
+            first = back - 1
+            while first > 0 and text[first - 1] in _QUALIFIER_BYTES:
+                first -= 1
+            qualifier = text[first : back - 1].decode()
+        calls.append(Call(name, qualifier, back >= 0 and text[back] == 0x2E, start))
+    return calls
+
+
+@cache
+def _automaton() -> Any:
+    import ahocorasick
+
+    automaton = ahocorasick.Automaton()
+    by_keyword: dict[str, list[_SignalSpec]] = {}
+    for spec in _SIGNAL_SPECS:
+        by_keyword.setdefault(spec.keyword, []).append(spec)
+    for keyword, specs in by_keyword.items():
+        automaton.add_word(keyword, (len(keyword), tuple(specs)))
+    automaton.make_automaton()
+    return automaton
+
+
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _preceded(text: str, pos: int, before: str) -> bool:
+    if before == "any":
+        return True
+    if before == "word":
+        return pos == 0 or text[pos - 1] not in _WORD_CHARS
+    if pos > 0 and text[pos - 1] in _WORD_CHARS:
+        return False
+    back = pos - 1
+    while back >= 0 and text[back] in " \t\r\n":
+        back -= 1
+    if before == "dot":
+        return back >= 0 and text[back] == "."
+    # "to-call": Device::Cpu as the argument of .to( / to_device(
+    head = text[max(0, back - 12) : back + 1]
+    return head.endswith("(") and ("to" in head)
+
+
+def _signals(text: str) -> list[Signal]:
+    found: list[Signal] = []
+    for end, (length, specs) in _automaton().iter(text):
+        pos = end - length + 1
+        for spec in specs:
+            if not _preceded(text, pos, spec.before):
+                continue
+            m = spec.pattern.match(text, pos)
+            if m:
+                found.append(Signal(spec.kind, m.group(), pos))
+    return found
+
+
+_GPU_SOURCE_RE = re.compile(
+    rb"\.visible\s+\.entry|\.entry\s+\w|__global__|@compute|@workgroup_size|\.version\s+\d|"
+    rb"\.target\s+sm_|\.(?:ptx|cu|cuh|wgsl|spv|cubin|fatbin|metal)\b",
+    re.IGNORECASE,
+)
+_ALLOW_RE = re.compile(r"gpuproof:\s*allow\(\s*([a-z0-9-]+)\s*\)\s*(?:--\s*(.*\S))?")
+
+
+@cache
+def _language() -> Language:
+    import tree_sitter_rust
+
+    return Language(tree_sitter_rust.language())
+
+
+@cache
+def _query() -> Query:
+    return Query(_language(), _QUERY)
+
+
+def _text(node: Node | None, cap: int = _TEXT_CAP) -> str:
+    if node is None:
+        return ""
+    raw = node.text or b""
+    return raw[:cap].decode("utf-8", "replace")
+
+
+def _blank(source: bytes, spans: list[tuple[int, int]]) -> bytes:
+    """Replace every byte of the spans, newlines kept, with a space."""
+    if not spans:
+        return source
+    spans.sort()
+    out: list[bytes] = []
+    pos = 0
+    for start, end in spans:
+        if end <= pos:
+            continue
+        start = max(start, pos)
+        out.append(source[pos:start])
+        chunk = source[start:end]
+        newlines = chunk.count(b"\n")
+        if newlines:
+            out.append(re.sub(rb"[^\n]", b" ", chunk))
+        else:
+            out.append(b" " * len(chunk))
+        pos = end
+    out.append(source[pos:])
+    return b"".join(out)
+
+
+class _Scope:
+    """Where a function sits: impl block, trait, inline modules, their attributes."""
+
+    __slots__ = ("impl_type", "modules", "outer_attrs", "trait")
+
+    def __init__(self, node: Node) -> None:
+        self.impl_type = ""
+        self.trait = ""
+        modules: list[str] = []
+        attrs: list[str] = []
+        parent = node.parent
+        while parent is not None:
+            kind = parent.type
+            if kind == "impl_item":
+                if not self.impl_type:
+                    self.impl_type = _type_name(parent.child_by_field_name("type"))
+                    self.trait = _type_name(parent.child_by_field_name("trait"))
+                attrs.extend(_attributes(parent)[0])
+            elif kind == "trait_item":
+                if not self.trait:
+                    self.trait = _text(parent.child_by_field_name("name"))
+                attrs.extend(_attributes(parent)[0])
+            elif kind == "mod_item":
+                modules.append(_text(parent.child_by_field_name("name")))
+                attrs.extend(_attributes(parent)[0])
+            parent = parent.parent
+        self.modules = tuple(reversed(modules))
+        self.outer_attrs = tuple(attrs)
+
+
+def _type_name(node: Node | None) -> str:
+    """``Foo`` for ``Foo<T>``, ``a::Foo`` and ``&Foo``."""
+    text = _text(node, 200)
+    text = text.split("<", 1)[0].strip().lstrip("&").strip()
+    return text.rsplit("::", 1)[-1].strip()
+
+
+def _attributes(node: Node) -> tuple[list[str], list[str], int]:
+    """Attributes and comments directly above an item, and the item's first line."""
+    attrs: list[str] = []
+    comments: list[str] = []
+    first_row = node.start_point.row
+    sibling = node.prev_named_sibling
+    while sibling is not None and sibling.type in ("attribute_item", "line_comment", "block_comment"):
+        if sibling.end_point.row < first_row - 1:
+            break  # a blank line separates it from the item
+        if sibling.type == "attribute_item":
+            attrs.append(_text(sibling))
+        else:
+            comments.append(_text(sibling))
+        first_row = sibling.start_point.row
+        sibling = sibling.prev_named_sibling
+    attrs.reverse()
+    comments.reverse()
+    return attrs, comments, first_row + 1
+
+
+def extract(source: bytes) -> FileFacts:
+    """All facts of one Rust file. Never raises on bad Rust: tree-sitter recovers."""
+    parser = Parser(_language())
+    tree = parser.parse(source)
+    matches = QueryCursor(_query()).matches(tree.root_node)
+
+    fn_nodes: list[Node] = []
+    arms: list[tuple[Node, Node, Node, Node]] = []
+    ifs: list[tuple[Node, Node, Node, Node | None]] = []
+    let_elses: list[tuple[Node, Node]] = []
+    handlers: list[tuple[str, Node]] = []
+    macros: list[tuple[Node, Node, Node]] = []
+    comments: list[Node] = []
+    strings: list[Node] = []
+    consts: list[tuple[Node, Node]] = []
+    uses: list[str] = []
+    error_rows: list[int] = []
+
+    for _, caps in matches:
+        if "fn" in caps:
+            fn_nodes.append(caps["fn"][0])
+        elif "arm" in caps:
+            arms.append(
+                (caps["arm"][0], caps["match.value"][0], caps["arm.pattern"][0], caps["arm.value"][0])
+            )
+        elif "if" in caps:
+            els = caps.get("if.else")
+            ifs.append((caps["if"][0], caps["if.cond"][0], caps["if.then"][0], els[0] if els else None))
+        elif "letelse" in caps:
+            let_elses.append((caps["letelse"][0], caps["letelse.block"][0]))
+        elif "handler.name" in caps:
+            name = _text(caps["handler.name"][0])
+            if name in _HANDLER_METHODS:
+                handlers.append((name, caps["handler.body"][0]))
+        elif "macro" in caps:
+            macros.append((caps["macro"][0], caps["macro.name"][0], caps["macro.args"][0]))
+        elif "comment" in caps:
+            comments.append(caps["comment"][0])
+        elif "string" in caps:
+            strings.append(caps["string"][0])
+        elif "const.name" in caps:
+            consts.append((caps["const.name"][0], caps["const.value"][0]))
+        elif "use" in caps:
+            uses.append(_text(caps["use"][0], 300))
+        elif "error" in caps:
+            error_rows.append(caps["error"][0].start_point.row + 1)
+
+    # Comment and string contents are blanked so no regex ever matches inside them.
+    spans = [(n.start_byte, n.end_byte) for n in comments]
+    spans.extend((n.start_byte + 1, n.end_byte - 1) for n in strings)
+    blank = _blank(source, spans)
+
+    gpu_sources = [
+        GpuSource(_text(name), name.start_point.row + 1)
+        for name, value in consts
+        if _GPU_SOURCE_RE.search(value.text or b"")
+    ]
+
+    functions: list[Function] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    fn_nodes.sort(key=lambda n: n.start_byte)
+    for node in fn_nodes:
+        body = node.child_by_field_name("body")
+        if body is None:
+            continue
+        attrs, doc, first_line = _attributes(node)
+        scope = _Scope(node)
+        ret = node.child_by_field_name("return_type")
+        functions.append(
+            Function(
+                name=_text(node.child_by_field_name("name")),
+                impl_type=scope.impl_type,
+                trait=scope.trait,
+                modules=scope.modules,
+                attrs=tuple(attrs),
+                outer_attrs=scope.outer_attrs,
+                params=_text(node.child_by_field_name("parameters")),
+                ret=_text(ret),
+                line=first_line,
+                fn_line=node.start_point.row + 1,
+                end_line=node.end_point.row + 1,
+                body_line=body.start_point.row + 1,
+                text=blank[body.start_byte : body.end_byte],
+                doc=tuple(doc),
+            )
+        )
+        starts.append(body.start_byte)
+        ends.append(body.end_byte)
+
+    def owner(offset: int) -> int:
+        """Index of the innermost function whose body holds the offset, or -1."""
+        i = bisect.bisect_right(starts, offset) - 1
+        while i >= 0:
+            if offset < ends[i]:
+                return i
+            i -= 1
+        return -1
+
+    for fn in functions:
+        fn.calls = _calls(fn.text)
+        fn.signals = _signals(fn.text.decode("latin-1"))
+
+    for arm, value, pattern, arm_value in arms:
+        fi = owner(arm.start_byte)
+        if fi >= 0:
+            base = starts[fi]
+            functions[fi].arms.append(
+                Arm(
+                    _text(value),
+                    _text(pattern),
+                    arm.start_byte - base,
+                    arm_value.start_byte - base,
+                    arm.end_byte - base,
+                )
+            )
+    for node, cond, then, els in ifs:
+        fi = owner(node.start_byte)
+        if fi >= 0:
+            base = starts[fi]
+            functions[fi].branches.append(
+                Branch(
+                    _text(cond),
+                    node.start_byte - base,
+                    then.start_byte - base,
+                    then.end_byte - base,
+                    els.start_byte - base if els is not None else -1,
+                    els.end_byte - base if els is not None else -1,
+                )
+            )
+    for stmt, block in let_elses:
+        fi = owner(stmt.start_byte)
+        if fi >= 0:
+            base = starts[fi]
+            functions[fi].regions.append(
+                Region("let-else", _text(stmt, 200), block.start_byte - base, block.end_byte - base)
+            )
+    for name, hbody in handlers:
+        fi = owner(hbody.start_byte)
+        if fi >= 0:
+            base = starts[fi]
+            functions[fi].regions.append(
+                Region("handler", name, hbody.start_byte - base, hbody.end_byte - base)
+            )
+    for node, name_node, args in macros:
+        fi = owner(node.start_byte)
+        if fi >= 0:
+            base = starts[fi]
+            full = _text(name_node, 200)
+            qualifier, _, name = full.rpartition("::")
+            functions[fi].macros.append(
+                Macro(name, qualifier, _text(args), node.start_byte - base, node.end_byte - base)
+            )
+    for s in strings:
+        fi = owner(s.start_byte)
+        if fi >= 0:
+            functions[fi].literals.append(Literal(_text(s, 300), s.start_byte - starts[fi]))
+
+    suppressions: list[tuple[int, str, str]] = []
+    for c in comments:
+        text = _text(c, 1000)
+        line = c.start_point.row + 1
+        allow = _ALLOW_RE.search(text)
+        if allow:
+            suppressions.append((line, allow.group(1), (allow.group(2) or "").strip()))
+        fi = owner(c.start_byte)
+        if fi >= 0:
+            functions[fi].comments.append(Comment(text, c.start_byte - starts[fi]))
+
+    return FileFacts(
+        functions=functions,
+        gpu_sources=gpu_sources,
+        uses=tuple(uses),
+        syntax_errors=sorted(set(error_rows)),
+        suppressions=suppressions,
+    )

@@ -1,0 +1,383 @@
+"""The workspace index: every function of every file, who calls whom, and which
+functions have backend evidence (spec 4a) themselves or through their callees.
+
+Calls are resolved by name, the way a reviewer greps: ``x.foo()`` may reach any
+method ``foo``, ``Type::foo()`` the methods of ``Type``, ``foo()`` the free
+functions ``foo``. That over-approximates the real call graph, which errs on
+the side of finding evidence (fewer false alarms) rather than missing it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from app.checks import gpu_code
+from app.checks.model import Call, FileFacts, Function
+from app.config import RepoConfig
+
+# Names so generic that resolving them by name would connect everything to everything.
+_GENERIC_METHODS = frozenset(
+    [
+        "new",
+        "clone",
+        "len",
+        "iter",
+        "iter_mut",
+        "into_iter",
+        "map",
+        "get",
+        "get_mut",
+        "push",
+        "pop",
+        "from",
+        "into",
+        "as_ref",
+        "as_mut",
+        "unwrap",
+        "expect",
+        "ok",
+        "err",
+        "collect",
+        "to_string",
+        "to_owned",
+        "fmt",
+        "default",
+        "is_empty",
+        "extend",
+        "insert",
+        "remove",
+        "contains",
+        "with_capacity",
+        "and_then",
+        "map_err",
+        "or_else",
+        "unwrap_or",
+        "unwrap_or_else",
+        "unwrap_or_default",
+        "as_slice",
+        "as_mut_slice",
+        "as_ptr",
+        "as_mut_ptr",
+        "borrow",
+        "borrow_mut",
+        "lock",
+        "write",
+        "read",
+        "eq",
+        "ne",
+        "cmp",
+        "partial_cmp",
+        "hash",
+        "next",
+        "drop",
+        "deref",
+        "deref_mut",
+        "index",
+        "index_mut",
+        "call",
+        "clear",
+        "first",
+        "last",
+        "zip",
+        "enumerate",
+        "filter",
+        "fold",
+        "any",
+        "all",
+        "sum",
+        "product",
+        "max",
+        "min",
+        "chain",
+        "rev",
+        "take",
+        "skip",
+        "copied",
+        "cloned",
+        "is_some",
+        "is_none",
+        "is_ok",
+        "is_err",
+        "send",
+        "recv",
+        "join",
+        "spawn",
+        "try_into",
+        "try_from",
+        "parse",
+        "to_vec",
+        "format",
+        "debug",
+        "display",
+        "build",
+        "finish",
+        "flush",
+        "resize",
+        "reserve",
+        "truncate",
+        "split",
+        "sort",
+        "sort_by",
+        "keys",
+        "values",
+        "entry",
+        "or_insert",
+        "or_insert_with",
+        "as_str",
+        "trim",
+        "replace",
+        "starts_with",
+        "ends_with",
+        "lines",
+        "chars",
+        "bytes",
+        "find",
+        "position",
+        "count",
+        "step_by",
+        "windows",
+        "chunks",
+        "concat",
+        "sqrt",
+        "abs",
+        "exp",
+        "ln",
+        "powi",
+        "powf",
+        "floor",
+        "ceil",
+        "round",
+        "min_by",
+        "max_by",
+    ]
+)
+_ACCESSOR = re.compile(r"^(?:is|has|as|with|set|get|new|num|device|cuda|gpu|to)(?:_|$)")
+_CONST_REF = re.compile(rb"\b[A-Z][A-Z0-9_]{2,}\b")
+_GPU_SOURCE_FILE = re.compile(r"\.(?:ptx|cu|cuh|wgsl|spv|cubin|fatbin|metal|hlsl|glsl)\b", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    path: str  # relative to the scanned root, with "/" separators
+    facts: FileFacts
+
+
+Key = tuple[str, ...]
+
+
+def call_key(call: Call, caller: Function) -> Key | None:
+    """The name under which a call is resolved, or None for a name too generic to resolve."""
+    if call.is_method:
+        return None if call.name in _GENERIC_METHODS else ("m", call.name)
+    if call.qualifier:
+        last = call.qualifier.rsplit("::", 1)[-1]
+        if last in ("Self", "self"):
+            return ("t", caller.impl_type, call.name) if caller.impl_type else ("f", call.name)
+        if last[:1].isupper():
+            return ("t", last, call.name)
+    return ("f", call.name)
+
+
+def definition_keys(fn: Function) -> Iterator[Key]:
+    if fn.impl_type or fn.trait:
+        yield ("m", fn.name)
+        yield ("t", fn.impl_type or fn.trait, fn.name)
+        if fn.trait:
+            yield ("t", fn.trait, fn.name)
+    else:
+        yield ("f", fn.name)
+
+
+@dataclass(slots=True)
+class IndexedFunction:
+    """One function with its place in the workspace and what the index knows of it."""
+
+    fn: Function
+    file: SourceFile
+    claim: str  # why it presents itself as GPU code, "" when it does not
+    gpu_location: bool
+    test_code: bool
+    cpu_build: bool
+    direct_evidence: str  # what in its own body is backend evidence, "" when nothing
+    evidence: str = ""  # own or through callees: "launches via `x`", "" when none
+
+    @property
+    def path(self) -> str:
+        return self.file.path
+
+    @property
+    def crate(self) -> str:
+        return crate_of(self.file.path)
+
+    @property
+    def is_gpu_code(self) -> bool:
+        return bool(self.claim or self.gpu_location)
+
+
+class Workspace:
+    """Functions of all files, resolved calls, transitive backend evidence."""
+
+    def __init__(self, files: Iterable[SourceFile], config: RepoConfig) -> None:
+        self.config = config
+        self.files = list(files)
+        gpu_consts = {s.name for f in self.files for s in f.facts.gpu_sources}
+        self.functions: list[IndexedFunction] = []
+        for source in self.files:
+            gpu_location = gpu_code.in_gpu_path(source.path, config.gpu_paths)
+            for fn in source.facts.functions:
+                all_attrs = fn.attrs + fn.outer_attrs
+                self.functions.append(
+                    IndexedFunction(
+                        fn=fn,
+                        file=source,
+                        claim=gpu_code.gpu_claim_reason(fn),
+                        gpu_location=gpu_location,
+                        test_code=gpu_code.in_test_code(fn, source.path),
+                        cpu_build=gpu_code.is_cpu_build(all_attrs),
+                        direct_evidence=_direct_evidence(fn, gpu_consts),
+                    )
+                )
+        self.definitions: dict[Key, list[int]] = {}
+        self.by_path: dict[str, list[IndexedFunction]] = {}
+        for index, item in enumerate(self.functions):
+            self.by_path.setdefault(item.path, []).append(item)
+            for key in definition_keys(item.fn):
+                self.definitions.setdefault(key, []).append(index)
+        for item in self.functions:
+            if not item.direct_evidence:
+                item.direct_evidence = self._external_gpu_call(item.fn)
+        self._propagate_evidence()
+
+    def enclosing(self, path: str, line: int) -> IndexedFunction | None:
+        """The innermost function of the file that spans the line."""
+        best = None
+        for item in self.by_path.get(path, ()):
+            if item.fn.line <= line <= item.fn.end_line and (best is None or item.fn.line >= best.fn.line):
+                best = item
+        return best
+
+    def _external_gpu_call(self, fn: Function) -> str:
+        """A call to a GPU routine defined outside the workspace (a GPU crate's API) is
+        evidence too: its body cannot be read here."""
+        for call in fn.calls:
+            if call.is_method or _ACCESSOR.match(call.name):
+                continue
+            key = call_key(call, fn)
+            if key is None or key in self.definitions:
+                continue
+            gpu_name = gpu_code.GPU_NAME.search(call.name) and not gpu_code.TRANSFER_NAME.search(call.name)
+            if gpu_name or gpu_code.GPU_TYPE_NAME.search(call.qualifier.rsplit("::", 1)[-1]):
+                return f"calls the external GPU routine `{_display(call)}` at line {fn.line_of(call.offset)}"
+        return ""
+
+    def resolve(self, call: Call, caller: IndexedFunction) -> list[IndexedFunction]:
+        key = call_key(call, caller.fn)
+        if key is None:
+            return []
+        return [self.functions[i] for i in self._targets(key, caller)]
+
+    def _targets(self, key: Key, caller: IndexedFunction) -> list[int]:
+        """Definitions a call may reach. A plain ``foo()`` reaches a ``foo`` of the
+        caller's own crate when there is one (that is what is in scope)."""
+        found = self.definitions.get(key, [])
+        if key[0] == "f" and len(found) > 1:
+            same = [i for i in found if self.functions[i].crate == caller.crate]
+            return same or found
+        return found
+
+    def call_evidence(self, call: Call, caller: IndexedFunction) -> str:
+        """Backend evidence reached through one call ("" when none). Moving data is
+        not computing: a call to a transfer routine is no evidence."""
+        if gpu_code.TRANSFER_NAME.search(call.name):
+            return ""
+        for target in self.resolve(call, caller):
+            if target.evidence:
+                return f"calls `{call.name}` ({target.path}:{target.fn.fn_line})"
+        return ""
+
+    def _propagate_evidence(self) -> None:
+        """Evidence flows from callee to caller until nothing changes (a BFS over
+        call keys, linear in the number of distinct calls)."""
+        callers: dict[Key, list[int]] = {}
+        queue: deque[int] = deque()
+        for index, item in enumerate(self.functions):
+            if item.direct_evidence:
+                item.evidence = item.direct_evidence
+                queue.append(index)
+            seen: set[Key] = set()
+            for call in item.fn.calls:
+                key = call_key(call, item.fn)
+                if key is not None and key not in seen:
+                    seen.add(key)
+                    callers.setdefault(key, []).append(index)
+        while queue:
+            item = self.functions[queue.popleft()]
+            if gpu_code.TRANSFER_NAME.search(item.fn.name):
+                continue  # moving data is not computing: no evidence flows from here
+            for key in definition_keys(item.fn):
+                for caller_index in callers.get(key, ()):
+                    caller = self.functions[caller_index]
+                    if caller.evidence:
+                        continue
+                    if (
+                        key[0] == "f"
+                        and caller.crate != item.crate
+                        and any(self.functions[i].crate == caller.crate for i in self.definitions[key])
+                    ):
+                        continue  # the caller's own crate defines this name
+                    caller.evidence = f"calls `{item.fn.qualname}` ({item.path}:{item.fn.fn_line})"
+                    queue.append(caller_index)
+
+    def reached_from(self, roots: Iterable[IndexedFunction]) -> set[int]:
+        """Indexes of the functions reachable by calls from the roots."""
+        ids = {id(r): i for i, r in enumerate(self.functions)}
+        reached: set[int] = set()
+        queue = deque(ids[id(r)] for r in roots)
+        visited_keys: set[Key] = set()
+        while queue:
+            index = queue.popleft()
+            if index in reached:
+                continue
+            reached.add(index)
+            fn = self.functions[index].fn
+            for call in fn.calls:
+                key = call_key(call, fn)
+                if key is None or key in visited_keys:
+                    continue
+                visited_keys.add(key)
+                queue.extend(self.definitions.get(key, ()))
+        return reached
+
+
+def crate_of(path: str) -> str:
+    """The workspace member a file belongs to: the directory above its ``src/``,
+    ``tests/``, ``benches/`` or ``examples/``."""
+    parts = path.split("/")
+    for i, part in enumerate(parts[:-1]):
+        if part in ("src", "tests", "benches", "examples"):
+            return "/".join(parts[:i])
+    return parts[0] if len(parts) > 1 else ""
+
+
+def _display(call: Call) -> str:
+    return f"{call.qualifier}::{call.name}" if call.qualifier else call.name
+
+
+def _direct_evidence(fn: Function, gpu_consts: set[str]) -> str:
+    for signal in fn.signals:
+        if signal.kind == "launch":
+            return f"`{signal.text.strip()}` at line {fn.line_of(signal.offset)}"
+    if any(gpu_code.KERNEL_ATTR.search(a) for a in fn.attrs):
+        return "it is a GPU kernel (`#[cube]`/`#[kernel]`)"
+    for macro in fn.macros:
+        if macro.name in ("include_str", "include_bytes") and _GPU_SOURCE_FILE.search(macro.args):
+            return f"`{macro.name}!{macro.args}` at line {fn.line_of(macro.offset)}"
+    if gpu_consts:
+        for m in _CONST_REF.finditer(fn.text):
+            name = m.group().decode()
+            if name in gpu_consts:
+                return f"GPU kernel source `{name}` at line {fn.line_of(m.start())}"
+    return ""

@@ -1,0 +1,241 @@
+"""The ``gpuproof`` command.
+
+Exit codes of ``check``: 0 no error-level finding, 1 at least one, 2 bad input
+(a missing path, an invalid config, a malformed diff), always with a message and
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from app import __version__
+from app.checks.model import Severity
+from app.checks.rules import BY_ID, RULES
+from app.config import ConfigError, RepoConfig, load_config, parse_config
+from app.diff import DiffError, git_diff, touched_lines
+from app.report.jsonout import render_json
+from app.report.rules_doc import explain, rules_markdown
+from app.report.sarif import render_sarif
+from app.report.text import render_text
+from app.scan import ScanError, ScanResult, scan
+
+DEFAULT_BASELINE = ".github/gpuproof-baseline.json"
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported in one line, exit code 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpuproof", description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--version", action="version", version=f"gpuproof {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    check = sub.add_parser("check", help="scan Rust sources for fake-GPU patterns")
+    _scan_arguments(check)
+    check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    check.add_argument(
+        "--diff",
+        metavar="FILE",
+        help="unified diff ('-' for stdin): report only findings in the functions it touches",
+    )
+    check.add_argument("--base", metavar="REV", help="like --diff, with `git diff REV`")
+    check.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="ignore findings recorded in this baseline (default: the config's `baseline`)",
+    )
+    check.add_argument("--no-baseline", action="store_true", help="report baselined findings too")
+    check.add_argument("--output", "-o", metavar="FILE", help="write the report here, not stdout")
+
+    baseline = sub.add_parser("baseline", help="record today's findings so only new ones fail")
+    _scan_arguments(baseline)
+    baseline.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help=f"where to write it (default: the config's `baseline`, else {DEFAULT_BASELINE})",
+    )
+
+    explain_cmd = sub.add_parser("explain", help="what a rule flags, why, and what to write instead")
+    explain_cmd.add_argument("rule")
+    sub.add_parser("rules", help="list the rules")
+    sub.add_parser("docs", help="print docs/rules.md, generated from the rules")
+    return parser
+
+
+def _scan_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", type=Path, help="files or directories (default: the root)")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        help="the workspace root that paths in the report are "
+        "relative to (default: the single directory given, "
+        "else the current directory)",
+    )
+    parser.add_argument("--config", type=Path, help="a gpuproof.yml (default: ROOT/.github/gpuproof.yml)")
+    parser.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
+
+
+def _root_of(args: argparse.Namespace) -> Path:
+    if args.root is not None:
+        return Path(args.root)
+    if len(args.paths) == 1 and args.paths[0].is_dir():
+        return Path(args.paths[0])
+    return Path.cwd()
+
+
+def _config(args: argparse.Namespace, root: Path) -> RepoConfig:
+    known = set(BY_ID)
+    if args.config is None:
+        return load_config(root, known)
+    try:
+        text = args.config.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{args.config}: cannot be read: {exc}") from None
+    return parse_config(text, known, str(args.config))
+
+
+def _load_baseline(path: Path) -> dict[str, int]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        fingerprints = data["fingerprints"]
+        if not isinstance(fingerprints, dict):
+            raise TypeError("'fingerprints' is not an object")
+        return {str(k): int(v) for k, v in fingerprints.items()}
+    except FileNotFoundError:
+        raise UsageError(f"baseline {path} does not exist (create it with `gpuproof baseline`)") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"baseline {path} is not a gpuproof baseline: {exc}") from None
+
+
+def _touched(args: argparse.Namespace, root: Path) -> dict[str, frozenset[int]] | None:
+    if args.diff and args.base:
+        raise UsageError("give either --diff or --base, not both")
+    if args.diff:
+        try:
+            text = sys.stdin.read() if args.diff == "-" else Path(args.diff).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read the diff {args.diff}: {exc}") from None
+        return touched_lines(text)
+    if args.base:
+        text, prefix = git_diff(root, args.base)
+        return touched_lines(text, strip_prefix=prefix)
+    return None
+
+
+class LineReader:
+    """Reads the offending lines for the text report, each file once."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.files: dict[str, list[str]] = {}
+
+    def __call__(self, path: str, line: int) -> str:
+        if path not in self.files:
+            try:
+                self.files[path] = (
+                    (self.root / path).read_text(encoding="utf-8", errors="replace").splitlines()
+                )
+            except OSError:
+                self.files[path] = []
+        lines = self.files[path]
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    root = _root_of(args)
+    config = _config(args, root)
+    baseline = None
+    if not args.no_baseline:
+        baseline_path = (
+            Path(args.baseline) if args.baseline else (root / config.baseline if config.baseline else None)
+        )
+        if baseline_path is not None:
+            baseline = _load_baseline(baseline_path)
+    started = time.perf_counter()
+    result = scan(root, list(args.paths), config, _touched(args, root), baseline, not args.no_cache)
+    seconds = time.perf_counter() - started
+    if args.format == "json":
+        report = render_json(result, seconds)
+    elif args.format == "sarif":
+        report = render_sarif(result)
+    else:
+        report = render_text(result, LineReader(root), seconds)
+    _emit(report, args.output)
+    return 1 if _has_errors(result) else 0
+
+
+def _has_errors(result: ScanResult) -> bool:
+    return any(f.severity == Severity.ERROR for f in result.analysis.findings)
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        try:
+            Path(output).write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {output}: {exc}") from None
+    else:
+        sys.stdout.write(text + "\n")
+
+
+def _run_baseline(args: argparse.Namespace) -> int:
+    root = _root_of(args)
+    config = _config(args, root)
+    result = scan(root, list(args.paths), config, None, None, not args.no_cache)
+    counts: dict[str, int] = {}
+    for finding in result.analysis.findings:
+        counts[finding.fingerprint] = counts.get(finding.fingerprint, 0) + 1
+    output = Path(args.output) if args.output else root / (config.baseline or DEFAULT_BASELINE)
+    document = {
+        "version": 1,
+        "tool": f"gpuproof {__version__}",
+        "fingerprints": dict(sorted(counts.items())),
+        "findings": [
+            {"fingerprint": f.fingerprint, "rule": f.rule, "path": f.path, "function": f.function}
+            for f in result.analysis.findings
+        ],
+    }
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc}") from None
+    print(f"gpuproof: recorded {len(result.analysis.findings)} finding(s) in {output}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "check":
+            return _run_check(args)
+        if args.command == "baseline":
+            return _run_baseline(args)
+        if args.command == "explain":
+            rule = BY_ID.get(args.rule)
+            if rule is None:
+                raise UsageError(f"unknown rule '{args.rule}'; known rules: {', '.join(BY_ID)}")
+            print(explain(rule))
+        elif args.command == "rules":
+            for rule in RULES:
+                print(f"{rule.id:28} {rule.severity!s:8} {rule.summary}")
+        elif args.command == "docs":
+            sys.stdout.write(rules_markdown())
+        return 0
+    except (UsageError, ConfigError, DiffError, ScanError) as exc:
+        print(f"gpuproof: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

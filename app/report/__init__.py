@@ -1,0 +1,2 @@
+"""Findings rendered for people (terminal), for programs (JSON) and for GitHub code
+scanning (SARIF)."""
