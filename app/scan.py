@@ -75,10 +75,9 @@ def find_rust_files(root: Path, targets: list[Path], exclude: tuple[str, ...]) -
 
 
 def _relative(root: Path, path: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
+    # Not resolve(): a symlinked file keeps its own name.
+    relative = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    return Path(relative).as_posix()
 
 
 def _digest(data: bytes) -> str:

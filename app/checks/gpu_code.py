@@ -22,7 +22,7 @@ GPU_PATH = re.compile(
     re.I,
 )
 GPU_SIGNATURE = re.compile(
-    r"\b(?:Cuda\w*|Gpu\w*|Device(?:Buffer|Ptr|Slice|Repr)\w*|wgpu::\w+|ComputeClient|CubeTensor"
+    r"\b(?:Cuda(?!Error|Result)\w*|Gpu(?!Error|Result)\w*|Device(?:Buffer|Ptr|Slice|Repr)\w*|wgpu::\w+|ComputeClient|CubeTensor"
     r"|CubeRuntime|TensorHandle\w*|Metal\w*|cudarc::\w+|CublasHandle|CudnnHandle)\b"
 )
 GPU_FEATURE = re.compile(r'feature\s*=\s*"(?:cuda|gpu|wgpu|cubecl|metal|cudnn|nccl|rocm|vulkan)[\w-]*"')

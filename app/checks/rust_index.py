@@ -412,8 +412,10 @@ def extract(source: bytes) -> FileFacts:
                 (caps["arm"][0], caps["match.value"][0], caps["arm.pattern"][0], caps["arm.value"][0])
             )
         elif "if" in caps:
-            els = caps.get("if.else")
-            ifs.append((caps["if"][0], caps["if.cond"][0], caps["if.then"][0], els[0] if els else None))
+            else_nodes = caps.get("if.else")
+            ifs.append(
+                (caps["if"][0], caps["if.cond"][0], caps["if.then"][0], else_nodes[0] if else_nodes else None)
+            )
         elif "letelse" in caps:
             let_elses.append((caps["letelse"][0], caps["letelse.block"][0]))
         elif "handler.name" in caps:

@@ -1,0 +1,45 @@
+"""Shared helpers: analyse small Rust snippets written for these tests."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from app.checks.engine import Analysis, analyze
+from app.checks.rust_index import extract
+from app.checks.workspace import SourceFile
+from app.config import RepoConfig
+
+
+def run_analysis(
+    files: dict[str, str],
+    config: RepoConfig | None = None,
+    diff_all: bool = False,
+) -> Analysis:
+    """Analyse {path: rust source}; with diff_all, as if a diff touched every line."""
+    sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
+    touched = None
+    if diff_all:
+        touched = {path: frozenset(range(1, code.count("\n") + 2)) for path, code in files.items()}
+    return analyze(sources, config or RepoConfig(), touched)
+
+
+def rules_found(code: str, path: str = "src/lib.rs", **kwargs: object) -> set[str]:
+    return {f.rule for f in run_analysis({path: code}, **kwargs).findings}  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty cargo workspace directory."""
+    (tmp_path / "Cargo.toml").write_text('[workspace]\nmembers = ["kernels"]\n')
+    (tmp_path / "kernels" / "src").mkdir(parents=True)
+    (tmp_path / "kernels" / "Cargo.toml").write_text('[package]\nname = "kernels"\nversion = "0.1.0"\n')
+    return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets its own cache directory, so no test sees another's results."""
+    monkeypatch.setenv("GPUPROOF_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))

@@ -1,0 +1,61 @@
+"""Every rule documents itself, and every documented example behaves as documented."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.checks.rules import RULES, Rule
+from app.report.rules_doc import rules_markdown
+from tests.conftest import run_analysis
+
+DOCUMENTED = [pytest.param(rule, id=rule.id) for rule in RULES]
+
+
+@pytest.mark.parametrize("rule", DOCUMENTED)
+def test_rule_has_every_doc_section(rule: Rule) -> None:
+    assert rule.missing_sections() == []
+    assert rule.summary and rule.spec
+
+
+@pytest.mark.parametrize("rule", DOCUMENTED)
+def test_example_triggers_the_rule(rule: Rule) -> None:
+    code = rule.example()
+    assert code, f"{rule.id} has no rust example"
+    found = run_analysis({"src/lib.rs": code}, diff_all=rule.needs_diff).findings
+    assert rule.id in {f.rule for f in found}, [f.message for f in found]
+
+
+@pytest.mark.parametrize("rule", DOCUMENTED)
+def test_fixed_example_is_clean(rule: Rule) -> None:
+    code = rule.fixed_example()
+    assert code, f"{rule.id} has no 'Use instead' example"
+    found = run_analysis({"src/lib.rs": code}, diff_all=rule.needs_diff).findings
+    assert found == [], [f"{f.rule}: {f.message}" for f in found]
+
+
+def test_docs_file_is_generated_from_the_registry() -> None:
+    from pathlib import Path
+
+    committed = (Path(__file__).parent.parent / "docs" / "rules.md").read_text(encoding="utf-8")
+    assert committed == rules_markdown(), "docs/rules.md is stale: run `make docs`"
+
+
+def test_rule_ids_match_the_design_contract() -> None:
+    design_ids = {
+        "fake-gpu-function",
+        "deferred-kernel",
+        "cfg-gated-stub",
+        "reference-punt",
+        "cpu-dispatch-arm",
+        "autograd-cpu-detour",
+        "host-readback-per-op",
+        "gpu-code-without-test",
+        "disabled-gpu-test",
+        "shape-bypass",
+        "silent-fallback",
+        "eprintln-fallback",
+        "fallback-without-warn",
+        "stub-residue",
+        "cpu-detour",
+    }
+    assert design_ids <= {rule.id for rule in RULES}

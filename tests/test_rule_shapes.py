@@ -1,0 +1,441 @@
+"""How the patterns look in real code (RULES.md, "real shapes to expect"), and the
+legitimate cases the spec allows, which must stay clean. Snippets written for
+these tests; each is the smallest code with the shape."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.config import RepoConfig
+from tests.conftest import rules_found, run_analysis
+
+VIOLATIONS = {
+    "fake-gpu: host loop over gpu_to_cpu then upload": (
+        "fake-gpu-function",
+        """
+        pub fn gpu_softplus(x: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<CudaBuffer<f32>> {
+            let host = gpu_to_cpu(x, dev)?;
+            let out: Vec<f32> = host.iter().map(|v| (1.0 + v.exp()).ln()).collect();
+            cpu_to_gpu(&out, dev)
+        }
+        """,
+    ),
+    "fake-gpu: located in a -gpu crate, read back, loop, upload": (
+        "fake-gpu-function",
+        """
+        pub fn softplus(x: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<CudaBuffer<f32>> {
+            let host = read_back(x, dev)?;
+            let mut out = Vec::new();
+            for v in host.iter() { out.push((1.0 + v.exp()).ln()); }
+            cpu_to_gpu(&out, dev)
+        }
+        fn read_back(x: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<Vec<f32>> { gpu_to_cpu(x, dev) }
+        """,
+    ),
+    "deferred-kernel: todo! behind a size check": (
+        "deferred-kernel",
+        """
+        pub fn cuda_conv2d(x: &CudaSlice<f32>, k: usize) -> Result<CudaSlice<f32>, GpuError> {
+            if k > 7 {
+                todo!("large kernels");
+            }
+            launch_conv(x, k)
+        }
+        """,
+    ),
+    "deferred-kernel: unimplemented! in the Cuda arm of a dispatch": (
+        "deferred-kernel",
+        """
+        pub fn cumsum(t: &Tensor) -> Result<Tensor, Error> {
+            match t.device() {
+                Device::Cpu => cumsum_cpu(t),
+                Device::Cuda(_) => unimplemented!(),
+            }
+        }
+        """,
+    ),
+    "cfg-gated-stub: returns its input unchanged": (
+        "cfg-gated-stub",
+        """
+        #[cfg(feature = "cuda")]
+        pub fn synchronize_all(x: Tensor) -> Tensor {
+            x
+        }
+        """,
+    ),
+    "cpu-dispatch-arm: or-pattern routes Cuda to the CPU routine": (
+        "cpu-dispatch-arm",
+        """
+        pub fn gelu(t: &Tensor) -> Result<Tensor, Error> {
+            match t.device() {
+                Device::Cpu | Device::Cuda(_) => gelu_cpu(t),
+            }
+        }
+        """,
+    ),
+    "cpu-dispatch-arm: is_cuda branch copies to host": (
+        "cpu-dispatch-arm",
+        """
+        pub fn unary_map(x: &Tensor, f: impl Fn(f32) -> f32) -> Result<Tensor, Error> {
+            if x.is_cuda() {
+                let data = x.data_vec()?;
+                let out: Vec<f32> = data.iter().map(|v| f(*v)).collect();
+                return Tensor::from_vec(out).to(x.device());
+            }
+            Ok(x.map_cpu(f))
+        }
+        """,
+    ),
+    "autograd-cpu-detour: data_vec then rebuild": (
+        "autograd-cpu-detour",
+        """
+        impl GradFn for SoftmaxBackward {
+            fn backward(&self, grad: &Tensor) -> Result<Vec<Tensor>, Error> {
+                let g = grad.data_vec()?;
+                let y = self.output.data_vec()?;
+                let dx: Vec<f32> = g.iter().zip(y.iter()).map(|(a, b)| a * b).collect();
+                Ok(vec![Tensor::from_vec(dx).to(grad.device())?])
+            }
+        }
+        """,
+    ),
+    "host-readback-per-op: partial reduce, read back, sum on host, upload one number": (
+        "host-readback-per-op",
+        """
+        pub fn gpu_norm(x: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<CudaBuffer<f32>> {
+            let partials = launch_partial_sq_sums(x, dev)?;
+            let host = gpu_to_cpu(&partials, dev)?;
+            let total: f32 = host.iter().sum::<f32>().sqrt();
+            cpu_to_gpu(&[total], dev)
+        }
+        """,
+    ),
+    "disabled-gpu-test: #[ignore] on a CUDA test": (
+        "disabled-gpu-test",
+        """
+        #[test]
+        #[ignore = "needs a GPU"]
+        fn cuda_add_matches_cpu() {
+            let dev = CudaDevice::new(0).unwrap();
+            assert_eq!(gpu_add(&dev).len(), 4);
+        }
+        """,
+    ),
+    "disabled-gpu-test: early return when the env var is missing": (
+        "disabled-gpu-test",
+        """
+        #[test]
+        fn gpu_softmax_rows_sum_to_one() {
+            if std::env::var("CUDA_TESTS").is_err() {
+                return;
+            }
+            let dev = CudaDevice::new(0).unwrap();
+            assert!(gpu_softmax(&dev).is_ok());
+        }
+        """,
+    ),
+    "disabled-gpu-test: Err(_) => return on the device": (
+        "disabled-gpu-test",
+        """
+        #[test]
+        fn gpu_gemm_small() {
+            let dev = match CudaDevice::new(0) {
+                Ok(d) => d,
+                Err(_) => return,
+            };
+            assert!(gpu_gemm(&dev).is_ok());
+        }
+        """,
+    ),
+    "shape-bypass: dtype gate sends everything but f32 to the host": (
+        "shape-bypass",
+        """
+        pub fn add_(&self, other: &Tensor) -> Result<(), Error> {
+            if self.is_cuda() && other.is_cuda() && self.dtype() == DType::F32 {
+                return backend().add_f32(self, other);
+            }
+            let mut a = self.data_vec()?;
+            let b = other.data_vec()?;
+            for (x, y) in a.iter_mut().zip(b.iter()) { *x += y; }
+            self.set_data(a)
+        }
+        """,
+    ),
+    "silent-fallback: helper Ok(None) turned into CPU work": (
+        "silent-fallback",
+        """
+        pub fn gpu_exp(a: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<CudaBuffer<f32>> {
+            if let Some(out) = try_launch_unary(a, dev, EXP_PTX)? {
+                return Ok(out);
+            }
+            cpu_fallback_unary(a, dev, |x| x.exp())
+        }
+        """,
+    ),
+    "silent-fallback: unwrap_or_else to the CPU routine": (
+        "silent-fallback",
+        """
+        pub fn gpu_matmul(a: &Tensor, b: &Tensor) -> Tensor {
+            launch_gemm(a, b).unwrap_or_else(|_| matmul_cpu(a, b))
+        }
+        """,
+    ),
+    "silent-fallback: log::warn! then CPU": (
+        "silent-fallback",
+        """
+        pub fn gpu_sort(x: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<CudaBuffer<f32>> {
+            match load_sort_kernel(dev) {
+                Ok(k) => launch_sort(k, x, dev),
+                Err(e) => {
+                    log::warn!("sort kernel unavailable: {e}");
+                    cpu_to_gpu(&sort_cpu(&gpu_to_cpu(x, dev)?), dev)
+                }
+            }
+        }
+        """,
+    ),
+    "fallback-without-warn: log::warn! inside the opt-in gate": (
+        "fallback-without-warn",
+        """
+        pub fn gpu_erf(x: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<CudaBuffer<f32>> {
+            match get_or_compile(ERF_PTX, "erf") {
+                Ok(k) => launch_erf(k, x, dev),
+                Err(e) => {
+                    if std::env::var("FERROTORCH_ENABLE_GPU_FALLBACK").is_ok() {
+                        log::warn!("erf: falling back to CPU");
+                        return cpu_to_gpu(&erf_cpu(&gpu_to_cpu(x, dev)?), dev);
+                    }
+                    Err(GpuError::PtxCompileFailed { kernel: "erf", source: e })
+                }
+            }
+        }
+        """,
+    ),
+    "stub-residue: TODO over the GPU path": (
+        "stub-residue",
+        """
+        /// TODO: GPU path
+        pub fn gpu_topk(x: &CudaSlice<f32>, k: usize) -> Result<CudaSlice<f32>, GpuError> {
+            launch_sort_then_slice(x, k)
+        }
+        """,
+    ),
+    "cpu-detour: round trip in device-agnostic code": (
+        "cpu-detour",
+        """
+        pub fn clip_grad_value_(params: &[Tensor], clip: f32) -> Result<(), Error> {
+            for p in params {
+                let g = p.grad().data_vec()?;
+                let clipped: Vec<f32> = g.iter().map(|v| v.clamp(-clip, clip)).collect();
+                p.set_grad(Tensor::from_vec(clipped).to(p.device())?);
+            }
+            Ok(())
+        }
+        """,
+    ),
+}
+
+# GPU by nothing but where it lives: no GPU name, no GPU types.
+HOST_ROUND_TRIP_NO_GPU_TYPES = """
+    pub fn softplus(x: &Buffer, dev: &Device) -> Result<Buffer, Error> {
+        let host = gpu_to_cpu(x, dev)?;
+        let mut out = Vec::new();
+        for v in host.iter() { out.push((1.0 + v.exp()).ln()); }
+        cpu_to_gpu(&out, dev)
+    }
+    """
+
+LEGITIMATE = {
+    "composite op from device-dispatched primitives": """
+        pub fn gpu_var(x: &Tensor) -> Result<Tensor, Error> {
+            let mean = x.mean()?;
+            let centered = x.sub(&mean)?;
+            centered.mul(&centered)?.mean()
+        }
+        """,
+    "one-time setup uploading host weights": """
+        pub fn new(weights: &[f32], dev: &GpuDevice) -> GpuResult<Self> {
+            let init: Vec<f32> = weights.iter().map(|w| w * 0.5).collect();
+            Ok(Self { buf: cpu_to_gpu(&init, dev)? })
+        }
+        """,
+    "readback is the purpose: gpu_to_cpu and to_vec": """
+        pub fn gpu_to_cpu(buf: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<Vec<f32>> {
+            dev.stream().memcpy_dtov(buf.inner())
+        }
+        pub fn to_vec(t: &GpuTensor) -> GpuResult<Vec<f32>> {
+            gpu_to_cpu(&t.buf, &t.dev)
+        }
+        """,
+    "Display impl reads back to print": """
+        impl std::fmt::Display for GpuTensor {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let host = self.cpu().map_err(|_| std::fmt::Error)?;
+                write!(f, "{:?}", host)
+            }
+        }
+        """,
+    "cfg(not(cuda)) item returning the structured no-CUDA error": """
+        #[cfg(not(feature = "cuda"))]
+        pub fn gpu_add(_a: &[f32], _b: &[f32]) -> Result<Vec<f32>, GpuError> {
+            Err(GpuError::NoCuda)
+        }
+        """,
+    "CLI where the user chose the CPU": """
+        fn main() {
+            let args = Args::parse();
+            let device = if args.cpu {
+                eprintln!("running on the CPU as requested");
+                Device::Cpu
+            } else {
+                Device::new_cuda(0).expect("no CUDA device")
+            };
+            run(device);
+        }
+        """,
+    "canonical opt-in fallback with tracing::warn!": """
+        pub fn gpu_layernorm(x: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<CudaBuffer<f32>> {
+            let kernel = match get_or_compile(LN_PTX, "layernorm") {
+                Ok(k) => k,
+                Err(e) => {
+                    if std::env::var("FERROTORCH_ENABLE_GPU_FALLBACK").is_ok() {
+                        tracing::warn!(
+                            target: "ferrotorch::gpu_fallback",
+                            kernel = "layernorm",
+                            "PTX compile failed; falling back to CPU. Unset FERROTORCH_ENABLE_GPU_FALLBACK to make this an error instead.",
+                        );
+                        return cpu_to_gpu(&cpu_layernorm(&gpu_to_cpu(x, dev)?), dev);
+                    }
+                    return Err(GpuError::PtxCompileFailed { kernel: "layernorm" });
+                }
+            };
+            launch_layernorm(kernel, x, dev)
+        }
+        """,
+    "GPU-to-GPU fallback: vec4 kernel, then the scalar kernel": """
+        pub fn gpu_add(a: &CudaBuffer<f32>, b: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<CudaBuffer<f32>> {
+            match launch_add_vec4(a, b, dev) {
+                Ok(out) => Ok(out),
+                Err(_) => launch_add_scalar(a, b, dev),
+            }
+        }
+        fn launch_add_scalar(a: &CudaBuffer<f32>, b: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<CudaBuffer<f32>> {
+            let f = dev.get_func("add", "add_f32").unwrap();
+            unsafe { f.launch(LaunchConfig::for_num_elems(a.len() as u32), (a, b)) }
+        }
+        """,
+    "device dispatch routing CPU tensors to CPU code": """
+        pub fn relu(t: &Tensor) -> Result<Tensor, Error> {
+            if t.is_cuda() {
+                return backend().relu_f32(t);
+            }
+            let data = t.data_vec()?;
+            Ok(Tensor::from_vec(data.iter().map(|v| v.max(0.0)).collect()))
+        }
+        """,
+    "sampler index read back for the host": """
+        pub fn gpu_argmax(logits: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<usize> {
+            let idx = launch_argmax(logits, dev)?;
+            let host = gpu_to_cpu(&idx, dev)?;
+            Ok(host[0] as usize)
+        }
+        """,
+    "ignored test that is not a GPU test": """
+        #[test]
+        #[ignore = "slow: parses the whole vocabulary"]
+        fn tokenizer_roundtrip() {
+            assert_eq!(roundtrip("hello"), "hello");
+        }
+        """,
+    "TODO text inside a structured error message": """
+        pub fn gpu_fft(x: &CudaSlice<f32>) -> Result<CudaSlice<f32>, GpuError> {
+            Err(GpuError::Unsupported { op: "fft (TODO: cuFFT plan cache)", device: "cuda" })
+        }
+        """,
+}
+
+
+@pytest.mark.parametrize(("rule", "code"), list(VIOLATIONS.values()), ids=list(VIOLATIONS))
+def test_violation_is_flagged(rule: str, code: str) -> None:
+    path = "kernels-gpu/src/ops.rs" if "located" in code or "-gpu crate" in rule else "src/lib.rs"
+    found = run_analysis({path: code}).findings
+    assert rule in {f.rule for f in found}, [(f.rule, f.message) for f in found]
+
+
+def test_location_makes_gpu_code() -> None:
+    code = HOST_ROUND_TRIP_NO_GPU_TYPES
+    assert "fake-gpu-function" in rules_found(code, path="mylib-gpu/src/ops.rs")
+    assert "fake-gpu-function" not in rules_found(code, path="mylib/src/ops.rs")
+
+
+def test_configured_gpu_paths_count_as_location() -> None:
+    code = HOST_ROUND_TRIP_NO_GPU_TYPES
+    assert "fake-gpu-function" not in rules_found(code, path="accel/src/ops.rs")
+    config = RepoConfig(gpu_paths=("accel/**",))
+    assert "fake-gpu-function" in rules_found(code, path="accel/src/ops.rs", config=config)
+
+
+@pytest.mark.parametrize("code", list(LEGITIMATE.values()), ids=list(LEGITIMATE))
+def test_legitimate_case_is_clean(code: str) -> None:
+    found = run_analysis({"src/lib.rs": code}).findings
+    assert found == [], [(f.rule, f.message) for f in found]
+
+
+def test_finding_carries_location_function_and_fix() -> None:
+    code = VIOLATIONS["silent-fallback: log::warn! then CPU"][1]
+    (finding,) = [f for f in run_analysis({"src/ops.rs": code}).findings if f.rule == "silent-fallback"]
+    assert finding.path == "src/ops.rs"
+    assert finding.function == "gpu_sort"
+    assert finding.line == 5  # the Err(e) arm (the dedented snippet starts with a blank line)
+    assert "sort_cpu" in finding.message and "Err(GpuError" in finding.message
+    assert "does not make it opt-in" in finding.message
+
+
+def test_evidence_is_followed_through_callees_across_files() -> None:
+    files = {
+        "core/src/ops.rs": """
+            pub fn gpu_scale(x: &Tensor) -> Result<Tensor, Error> {
+                let host = x.data_vec()?;
+                scale_impl(x, &host)
+            }
+            """,
+        "core/src/impls.rs": """
+            pub fn scale_impl(x: &Tensor, _h: &[f32]) -> Result<Tensor, Error> {
+                let f = x.dev.get_func("scale", "scale_f32").unwrap();
+                unsafe { f.launch(cfg(x), (x,)) }
+            }
+            """,
+    }
+    found = {f.rule for f in run_analysis(files).findings}
+    assert "fake-gpu-function" not in found
+
+
+def test_severity_can_be_changed_or_switched_off() -> None:
+    code = VIOLATIONS["stub-residue: TODO over the GPU path"][1]
+    raised = run_analysis({"src/lib.rs": code}, RepoConfig(severities={"stub-residue": "error"}))
+    assert [str(f.severity) for f in raised.findings] == ["error"]
+    off = run_analysis({"src/lib.rs": code}, RepoConfig(severities={"stub-residue": "off"}))
+    assert off.findings == []
+
+
+def test_gpu_code_without_test_only_in_diff_mode_and_satisfied_by_a_gpu_test() -> None:
+    kernel = """
+        pub fn gpu_scale(x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> {
+            let f = dev.get_func("k", "scale").unwrap();
+            unsafe { f.launch(LaunchConfig::for_num_elems(4), (x,)) }?;
+            Ok(())
+        }
+        """
+    assert "gpu-code-without-test" not in {f.rule for f in run_analysis({"src/lib.rs": kernel}).findings}
+    untested = run_analysis({"src/lib.rs": kernel}, diff_all=True).findings
+    assert "gpu-code-without-test" in {f.rule for f in untested}
+    test = """
+        #[test]
+        fn scale_on_cuda() {
+            let dev = CudaDevice::new(0).expect("needs CUDA");
+            let x = dev.htod_copy(vec![1.0f32; 4]).unwrap();
+            gpu_scale(&x, &dev).unwrap();
+        }
+        """
+    tested = run_analysis({"src/lib.rs": kernel, "tests/gpu.rs": test}, diff_all=True).findings
+    assert "gpu-code-without-test" not in {f.rule for f in tested}
