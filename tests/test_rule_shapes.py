@@ -439,3 +439,19 @@ def test_gpu_code_without_test_only_in_diff_mode_and_satisfied_by_a_gpu_test() -
         """
     tested = run_analysis({"src/lib.rs": kernel, "tests/gpu.rs": test}, diff_all=True).findings
     assert "gpu-code-without-test" not in {f.rule for f in tested}
+
+
+def test_index_knows_crate_module_impl_and_trait() -> None:
+    from app.checks.rust_index import extract
+    from app.checks.workspace import SourceFile, Workspace
+
+    code = b"""
+        impl GradFn for MulBackward { fn backward(&self) {} }
+        mod inner { pub fn helper() {} }
+        """
+    ws = Workspace([SourceFile("ferro-core/src/ops/mul.rs", extract(code))], RepoConfig())
+    backward, helper = ws.functions
+    assert (backward.crate, backward.module, backward.fn.impl_type, backward.fn.trait) == (
+        "ferro-core", "ops::mul", "MulBackward", "GradFn"
+    )
+    assert (helper.module, helper.fn.qualname) == ("ops::mul::inner", "helper")

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from app.checks.model import Finding, Function, Note
+from app.checks.model import Finding, Function, Note, Severity
 from app.checks.rules import BY_ID, RULES, SUPPRESSION_RULE
 from app.checks.workspace import IndexedFunction, SourceFile, Workspace
 from app.config import RepoConfig
@@ -51,10 +51,11 @@ def analyze(
 ) -> Analysis:
     ws = Workspace(files, config)
     findings: list[Finding] = []
+    severities = {rule.id: config.severity_for(rule.id, rule.severity) for rule in RULES}
     for item in ws.functions:
         if touched is not None and not _touches(touched, item):
             continue
-        findings.extend(_check_function(ws, item, diff_mode=touched is not None))
+        findings.extend(_check_function(ws, item, severities, diff_mode=touched is not None))
 
     notes: list[Note] = []
     findings, suppressed = _apply_suppressions(ws, findings, notes, touched)
@@ -91,7 +92,9 @@ def _touches(touched: Touched, item: IndexedFunction) -> bool:
     return any(item.fn.line <= line <= item.fn.end_line for line in lines)
 
 
-def _check_function(ws: Workspace, item: IndexedFunction, diff_mode: bool) -> list[Finding]:
+def _check_function(
+    ws: Workspace, item: IndexedFunction, severities: Mapping[str, Severity | None], diff_mode: bool
+) -> list[Finding]:
     found: list[Finding] = []
     taken: set[int] = set()
     fired: set[str] = set()
@@ -100,7 +103,7 @@ def _check_function(ws: Workspace, item: IndexedFunction, diff_mode: bool) -> li
             continue
         if rule.id == "cpu-detour" and fired & _DETOUR_RULES:
             continue
-        severity = ws.config.severity_for(rule.id, rule.severity)
+        severity = severities[rule.id]
         if severity is None:
             continue
         for hit in rule.check(ws, item):

@@ -201,6 +201,7 @@ class IndexedFunction:
     gpu_location: bool
     test_code: bool
     cpu_build: bool
+    moves_data: bool  # its job is moving or showing data (gpu_to_cpu, to_vec, Display)
     direct_evidence: str  # what in its own body is backend evidence, "" when nothing
     evidence: str = ""  # own or through callees: "launches via `x`", "" when none
 
@@ -211,6 +212,20 @@ class IndexedFunction:
     @property
     def crate(self) -> str:
         return crate_of(self.file.path)
+
+    @property
+    def module(self) -> str:
+        """The Rust module path inside the crate: ``ops::matmul`` for
+        ``src/ops/matmul.rs`` (``lib.rs``, ``main.rs`` and ``mod.rs`` name their
+        directory), then any inline ``mod`` blocks."""
+        rest = self.file.path[len(self.crate) :].lstrip("/").split("/")
+        if rest and rest[0] in ("src", "tests", "benches", "examples"):
+            rest = rest[1:]
+        if rest:
+            rest[-1] = rest[-1].removesuffix(".rs")
+            if rest[-1] in ("lib", "main", "mod"):
+                rest.pop()
+        return "::".join([*rest, *self.fn.modules])
 
     @property
     def is_gpu_code(self) -> bool:
@@ -237,6 +252,8 @@ class Workspace:
                         gpu_location=gpu_location,
                         test_code=gpu_code.in_test_code(fn, source.path),
                         cpu_build=gpu_code.is_cpu_build(all_attrs),
+                        moves_data=bool(gpu_code.TRANSFER_NAME.search(fn.name))
+                        or fn.trait in ("Display", "Debug"),
                         direct_evidence=_direct_evidence(fn, gpu_consts),
                     )
                 )
@@ -315,7 +332,7 @@ class Workspace:
                     callers.setdefault(key, []).append(index)
         while queue:
             item = self.functions[queue.popleft()]
-            if gpu_code.TRANSFER_NAME.search(item.fn.name):
+            if item.moves_data:
                 continue  # moving data is not computing: no evidence flows from here
             for key in definition_keys(item.fn):
                 for caller_index in callers.get(key, ()):

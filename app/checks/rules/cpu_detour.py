@@ -3,7 +3,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from app.checks import gpu_code
 from app.checks.model import Severity
 from app.checks.patterns import cpu_only, opted_in, returns_host_data
 from app.checks.rules.base import Hit, Rule, function_name
@@ -50,7 +49,7 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     fn = item.fn
     if item.test_code or item.cpu_build:
         return
-    if gpu_code.TRANSFER_NAME.search(fn.name) or fn.trait in ("Display", "Debug"):
+    if item.moves_data:
         return
     if not item.is_gpu_code:
         yield from _round_trip(ws, item)

@@ -3,7 +3,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from app.checks import gpu_code
 from app.checks.model import Severity
 from app.checks.patterns import cpu_work
 from app.checks.rules.base import Hit, Rule, error_type, function_name
@@ -47,7 +46,7 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     fn = item.fn
     if item.test_code or item.cpu_build or item.evidence or not item.is_gpu_code:
         return
-    if gpu_code.TRANSFER_NAME.search(fn.name) or fn.trait in ("Display", "Debug", "Drop"):
+    if item.moves_data or fn.trait == "Drop":
         return
     if item.claim.startswith("its `#[cfg"):
         return  # cfg-gated-stub covers items whose only claim is the feature gate

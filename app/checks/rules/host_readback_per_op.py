@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from app.checks import gpu_code
 from app.checks.model import Severity
 from app.checks.patterns import cpu_only, opted_in
 from app.checks.rules.base import Hit, Rule, function_name
@@ -41,7 +40,7 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     fn = item.fn
     if item.test_code or item.cpu_build or not item.is_gpu_code or not item.evidence:
         return  # with no GPU work at all it is a fake-gpu-function
-    if gpu_code.TRANSFER_NAME.search(fn.name):
+    if item.moves_data:
         return
     synced = False
     for signal in fn.signals:

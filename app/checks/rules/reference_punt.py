@@ -61,7 +61,7 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     ```
     """
     fn = item.fn
-    if item.test_code or item.cpu_build or gpu_code.TRANSFER_NAME.search(fn.name):
+    if item.test_code or item.cpu_build or item.moves_data:
         return
     cuda_arms = [a for a in fn.arms if gpu_code.GPU_DEVICE_PATTERN.search(a.pattern)]
     for call in fn.calls:

@@ -3,7 +3,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from app.checks import gpu_code
 from app.checks.model import Severity
 from app.checks.patterns import (
     always_returns,
@@ -60,7 +59,7 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     ```
     """
     fn = item.fn
-    if item.test_code or item.cpu_build or gpu_code.TRANSFER_NAME.search(fn.name):
+    if item.test_code or item.cpu_build or item.moves_data:
         return
     for branch in fn.branches:
         cond = _expanded(item, branch.condition)
