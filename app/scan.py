@@ -218,7 +218,7 @@ def _scan(
             facts[key] = hit
         else:
             missing[key] = contents[rel]
-    cached_files = len(keys) - len(missing)
+    cached_files = sum(1 for key in keys.values() if key not in missing)
     facts.update(_extract_all(missing, facts_dir))
 
     sources = [SourceFile(rel, facts[keys[rel]]) for rel in contents]

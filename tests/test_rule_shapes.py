@@ -452,6 +452,27 @@ def test_index_knows_crate_module_impl_and_trait() -> None:
     ws = Workspace([SourceFile("ferro-core/src/ops/mul.rs", extract(code))], RepoConfig())
     backward, helper = ws.functions
     assert (backward.crate, backward.module, backward.fn.impl_type, backward.fn.trait) == (
-        "ferro-core", "ops::mul", "MulBackward", "GradFn"
+        "ferro-core",
+        "ops::mul",
+        "MulBackward",
+        "GradFn",
     )
     assert (helper.module, helper.fn.qualname) == ("ops::mul::inner", "helper")
+
+
+def test_code_after_a_cuda_branch_that_always_returns_is_cpu_only() -> None:
+    code = """
+        impl GradFn for GatherBackward {
+            fn backward(&self, grad: &Tensor) -> Result<Vec<Tensor>, Error> {
+                if grad.is_cuda() {
+                    if grad.dtype() == DType::F32 {
+                        return Ok(vec![backend().gather_backward_f32(grad)?]);
+                    }
+                    return Err(Error::NotImplementedOnCuda { op: "gather backward" });
+                }
+                let g = grad.data_vec()?;
+                Ok(vec![Tensor::from_vec(scatter_host(&g))])
+            }
+        }
+        """
+    assert run_analysis({"src/lib.rs": code}).findings == []

@@ -5,7 +5,9 @@ from pathlib import Path
 
 from app.webhooks.signature import sign, verify
 
-PAYLOAD = Path(__file__).resolve().parents[2] / "shared/github/webhooks/examples/api.github.com/ping/payload.json"
+PAYLOAD = (
+    Path(__file__).resolve().parents[2] / "shared/github/webhooks/examples/api.github.com/ping/payload.json"
+)
 
 
 def test_accepts_current_and_rotating_secret_rejects_others() -> None:

@@ -26,17 +26,30 @@ GPU_SIGNATURE = re.compile(
     r"|CubeRuntime|TensorHandle\w*|Metal\w*|cudarc::\w+|CublasHandle|CudnnHandle)\b"
 )
 GPU_FEATURE = re.compile(r'feature\s*=\s*"(?:cuda|gpu|wgpu|cubecl|metal|cudnn|nccl|rocm|vulkan)[\w-]*"')
-# The op's CPU implementation, by name: ``add_cpu``, ``cpu_add``, ``cpu::add``,
-# ``matmul_reference``, ``naive_matmul``, ``host_softmax``, ``cpu_fallback``.
-CPU_IMPL_NAME = re.compile(r"(?:^|_)(?:cpu|host|reference|naive|fallback)(?:_|$)", re.I)
-# Functions whose whole purpose is moving data or showing it: readback is their job.
+# The op's CPU implementation, by name: ``add_cpu``, ``cpu_add``, ``roll_cpu_inner``,
+# ``matmul_reference``, ``naive_matmul``, ``host_softmax``, ``cpu_fallback_binary``.
+# The marker sits at either end of the name (or before impl/inner): in the middle it
+# is usually a noun (``storage_from_cpu_storage``, ``select_reference_layout``).
+CPU_IMPL_NAME = re.compile(
+    r"^(?:cpu|host|reference|naive)_|_(?:cpu|host|reference|naive)$"
+    r"|_(?:cpu|host)_(?:impl|inner|kernel|path|version|fallback|loop)\b|(?:^|_)cpu_?fallback|_fallback$",
+    re.I,
+)
+# Functions whose whole purpose is moving, showing or checking data: reading back is
+# their job, not a detour.
 TRANSFER_NAME = re.compile(
     r"(?:gpu|cuda|device|dev)_?to_?(?:cpu|host|vec)|(?:cpu|host)_?to_?(?:gpu|cuda|device)"
-    r"|^to_(?:cpu|host|vec|gpu|cuda|device|scalar)|^(?:cpu|host|item|scalar|into_vec|to)$"
-    r"|readback|download|upload|copy_to|copy_from|^from_(?:vec|slice|host|cpu)|(?:^|_)item(?:_|$)"
-    r"|^fmt$|display|debug|dump|print|save|serialize|export|to_string|checksum|^read_"
-    r"|^write_|snapshot|summary|_to_host|_to_cpu|^as_host|^host_",
+    r"|^to_(?:cpu|host|vec\d?|gpu|cuda|device|scalar)(?:_|$)|^(?:cpu|host|item|scalar|into_vec|to)$"
+    r"|(?:^|_)from_(?:vec|slice|host|cpu|array|data)(?:_|$)|readback|download|upload|copy_to|copy_from"
+    r"|(?:^|_)item(?:_|$)|^fmt$|display|debug|dump|print|save|serialize|export|to_string|checksum"
+    r"|^read_|^write_|snapshot|summary|_to_host|_to_cpu|^as_host|^host_|htod|dtoh|memcpy|^clone_"
+    r"|^(?:check|validate|verify|assert|compare|test)_|^try_from$|^from$|^into$|^try_into$"
+    r"|state_dict|checkpoint|to_bytes|from_bytes",
     re.I,
+)
+# Build scripts and developer tools are not the product either.
+_TOOL_PATH = re.compile(
+    r"(?:^|/)(?:build\.rs$|xtask/|tools?/|scripts?/|bindings?[-_]?gen\w*/|\w*bindgen\w*/)"
 )
 TEST_ATTR = re.compile(r"#\[\s*(?:\w+::)*test(?:_case)?\b|#\[\s*rstest\b|#\[\s*cfg_attr\([^)]*\btest\b")
 BACKWARD_NAME = re.compile(r"^(?:backward|backward_\w+|\w+_backward|grad_fn|vjp|apply_grad)$")
@@ -59,9 +72,10 @@ def is_test(fn: Function) -> bool:
     return any(TEST_ATTR.search(a) for a in fn.attrs)
 
 
-def in_test_code(fn: Function, path: str) -> bool:
-    """Tests, benches, examples and ``#[cfg(test)]`` modules: not production code."""
-    if is_test(fn):
+def is_support_code(fn: Function, path: str) -> bool:
+    """Tests, benches, examples, ``#[cfg(test)]`` modules, build scripts and developer
+    tools: code that supports the product but is not what users call."""
+    if is_test(fn) or _TOOL_PATH.search(path):
         return True
     parts = path.split("/")
     if any(p in ("tests", "benches", "examples") for p in parts[:-1]):

@@ -36,9 +36,10 @@ _FALLBACK_GATE = re.compile(r"fallback_(?:enabled|allowed)|allow_(?:cpu|gpu)_fal
 
 
 def returns_host_data(item: IndexedFunction) -> bool:
-    """The function hands host data (a Vec, a scalar) to its caller: reading back is
-    its job, not a detour."""
-    return _HOST_RESULT.match(item.fn.ret.strip()) is not None
+    """The function hands host data (a Vec, a scalar) or nothing to its caller: a
+    readback there serves the caller or a check, it is not a detour."""
+    ret = item.fn.ret.strip()
+    return not ret or ret in ("()", "Result<()>") or _HOST_RESULT.match(ret) is not None
 
 
 def span_text(item: IndexedFunction, start: int, end: int) -> str:
@@ -70,8 +71,6 @@ def cpu_work(ws: Workspace, item: IndexedFunction, start: int, end: int) -> str:
 def _reading_helper(ws: Workspace, item: IndexedFunction, call: Call) -> str:
     """A free helper of the caller's crate that reads device data back to the host
     (and launches nothing): calling it is a readback too."""
-    if gpu_code.TRANSFER_NAME.search(call.name):
-        return ""
     targets = [t for t in ws.resolve(call, item) if t.crate == item.crate]
     if len(targets) != 1 or targets[0].evidence:
         return ""
@@ -120,6 +119,8 @@ def last_statement(item: IndexedFunction, start: int, end: int) -> bytes:
         i -= 1
     while i >= 0:
         ch = body[i]
+        if ch == 0x7D and depth == 0 and body[i + 1 :].strip():  # '}' ending an earlier block
+            break
         if ch in b")]}":
             depth += 1
         elif ch in b"([{":
@@ -265,7 +266,7 @@ class FallbackSite:
 
 def fallback_sites(ws: Workspace, item: IndexedFunction) -> list[FallbackSite]:
     fn = item.fn
-    if item.test_code or item.cpu_build:
+    if item.support_code or item.cpu_build:
         return []
     sites: list[FallbackSite] = []
     gpu_fn = item.is_gpu_code

@@ -32,7 +32,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "8"
+EXTRACTOR_VERSION = "9"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 
@@ -117,7 +117,7 @@ def _spec(keyword: str, kind: str, pattern: str, before: str = "word") -> _Signa
 _SIGNAL_SPECS = (
     # Device-to-host copies: the data leaves the GPU.
     _spec("cpu", "readback", r"cpu\s*\(\s*\)", "dot"),
-    _spec("to_cpu", "readback", r"to_cpu\w*\s*\(", "any"),
+    _spec("to_cpu", "readback", r"to_cpu(?:_vec\w*)?\s*\(", "any"),
     _spec("dtoh", "readback", r"dtoh\w*", "any"),
     _spec("memcpy_dto", "readback", r"memcpy_dto[hv]\w*"),
     _spec("copy_to_host", "readback", r"copy_to_host\w*"),

@@ -154,7 +154,12 @@ _GENERIC_METHODS = frozenset(
         "max_by",
     ]
 )
-_ACCESSOR = re.compile(r"^(?:is|has|as|with|set|get|new|num|device|cuda|gpu|to)(?:_|$)")
+_ACCESSOR = re.compile(
+    r"^(?:is|has|as|with|set|get|new|num|device|cuda|gpu|to|from|into|try_from|default|clone)(?:_|$)"
+)
+# Error, result and configuration types: naming one is no GPU work.
+_PLAIN_TYPE = re.compile(r"(?:Error|Err|Result|Kind|Config|Options|Info|Id)$")
+_CONVERSION_TRAITS = frozenset({"Display", "Debug", "From", "TryFrom", "Into", "TryInto"})
 _CONST_REF = re.compile(rb"\b[A-Z][A-Z0-9_]{2,}\b")
 _GPU_SOURCE_FILE = re.compile(r"\.(?:ptx|cu|cuh|wgsl|spv|cubin|fatbin|metal|hlsl|glsl)\b", re.I)
 
@@ -199,7 +204,7 @@ class IndexedFunction:
     file: SourceFile
     claim: str  # why it presents itself as GPU code, "" when it does not
     gpu_location: bool
-    test_code: bool
+    support_code: bool  # tests, benches, examples, build scripts, tools
     cpu_build: bool
     moves_data: bool  # its job is moving or showing data (gpu_to_cpu, to_vec, Display)
     direct_evidence: str  # what in its own body is backend evidence, "" when nothing
@@ -250,10 +255,10 @@ class Workspace:
                         file=source,
                         claim=gpu_code.gpu_claim_reason(fn),
                         gpu_location=gpu_location,
-                        test_code=gpu_code.in_test_code(fn, source.path),
+                        support_code=gpu_code.is_support_code(fn, source.path),
                         cpu_build=gpu_code.is_cpu_build(all_attrs),
                         moves_data=bool(gpu_code.TRANSFER_NAME.search(fn.name))
-                        or fn.trait in ("Display", "Debug"),
+                        or fn.trait in _CONVERSION_TRAITS,
                         direct_evidence=_direct_evidence(fn, gpu_consts),
                     )
                 )
@@ -280,15 +285,19 @@ class Workspace:
         """A call to a GPU routine defined outside the workspace (a GPU crate's API) is
         evidence too: its body cannot be read here."""
         for call in fn.calls:
-            if call.is_method or _ACCESSOR.match(call.name):
-                continue
-            key = call_key(call, fn)
-            if key is None or key in self.definitions:
-                continue
-            gpu_name = gpu_code.GPU_NAME.search(call.name) and not gpu_code.TRANSFER_NAME.search(call.name)
-            if gpu_name or gpu_code.GPU_TYPE_NAME.search(call.qualifier.rsplit("::", 1)[-1]):
+            if self._is_external_gpu_routine(call, fn):
                 return f"calls the external GPU routine `{_display(call)}` at line {fn.line_of(call.offset)}"
         return ""
+
+    def _is_external_gpu_routine(self, call: Call, caller: Function) -> bool:
+        if call.is_method or _ACCESSOR.match(call.name) or gpu_code.TRANSFER_NAME.search(call.name):
+            return False
+        key = call_key(call, caller)
+        if key is None or key in self.definitions:
+            return False
+        owner = call.qualifier.rsplit("::", 1)[-1]
+        gpu_owner = gpu_code.GPU_TYPE_NAME.search(owner) and not _PLAIN_TYPE.search(owner)
+        return bool(gpu_code.GPU_NAME.search(call.name) or gpu_owner)
 
     def resolve(self, call: Call, caller: IndexedFunction) -> list[IndexedFunction]:
         key = call_key(call, caller.fn)
@@ -313,6 +322,8 @@ class Workspace:
         for target in self.resolve(call, caller):
             if target.evidence:
                 return f"calls `{call.name}` ({target.path}:{target.fn.fn_line})"
+        if self._is_external_gpu_routine(call, caller.fn):
+            return f"calls the external GPU routine `{_display(call)}`"
         return ""
 
     def _propagate_evidence(self) -> None:

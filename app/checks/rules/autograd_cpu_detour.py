@@ -54,7 +54,7 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     ```
     """
     fn = item.fn
-    if item.test_code or item.cpu_build or not _is_backward(item):
+    if item.support_code or item.cpu_build or not _is_backward(item):
         return
     for signal in fn.signals:
         if signal.kind != "readback" or cpu_only(item, signal.offset):

@@ -45,7 +45,7 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     ```
     """
     fn = item.fn
-    if item.test_code or item.evidence or not gpu_code.has_gpu_cfg(fn.attrs):
+    if item.support_code or item.evidence or not gpu_code.has_gpu_cfg(fn.attrs):
         return
     if gpu_code.GPU_NAME.search(fn.name) or item.moves_data:
         return  # fake-gpu-function speaks for GPU-named items

@@ -41,7 +41,7 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     ```
     """
     fn = item.fn
-    if item.test_code or item.cpu_build or item.moves_data:
+    if item.support_code or item.cpu_build or item.moves_data:
         return
     if fn.trait in ("Display", "Debug"):
         return

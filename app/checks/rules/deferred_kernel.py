@@ -40,7 +40,7 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     ```
     """
     fn = item.fn
-    if item.test_code or item.cpu_build:
+    if item.support_code or item.cpu_build:
         return
     cuda_arms = [a for a in fn.arms if gpu_code.GPU_DEVICE_PATTERN.search(a.pattern)]
     for macro in fn.macros:
@@ -51,7 +51,9 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
         else:
             continue
         in_cuda_arm = any(a.body_start <= macro.offset < a.end for a in cuda_arms)
-        if not (item.is_gpu_code or in_cuda_arm) or cpu_only(item, macro.offset):
+        # A helper that merely lives in a GPU crate (an enum mapping, say) is no kernel.
+        gpu_op = item.claim or (item.gpu_location and item.evidence) or in_cuda_arm
+        if not gpu_op or cpu_only(item, macro.offset):
             continue
         where = "the GPU arm of the dispatch in " if in_cuda_arm else ""
         yield Hit(

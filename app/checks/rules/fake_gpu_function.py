@@ -1,14 +1,11 @@
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from app.checks.model import Severity
 from app.checks.patterns import cpu_work
 from app.checks.rules.base import Hit, Rule, error_type, function_name
 from app.checks.workspace import IndexedFunction, Workspace
-
-_RETURNS_DATA = re.compile(r"Tensor|Buffer|Storage|Array|Vec\s*<\s*(?:f|i|u|bf|T\b)|Handle|Slice")
 
 
 def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
@@ -44,7 +41,7 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     ```
     """
     fn = item.fn
-    if item.test_code or item.cpu_build or item.evidence or not item.is_gpu_code:
+    if item.support_code or item.cpu_build or item.evidence or not item.is_gpu_code:
         return
     if item.moves_data or fn.trait == "Drop":
         return
@@ -52,13 +49,14 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
         return  # cfg-gated-stub covers items whose only claim is the feature gate
     host = cpu_work(ws, item, 0, len(fn.text))
     loops = [s for s in fn.signals if s.kind == "host_loop"]
-    if item.claim:
-        if not host and loops and _RETURNS_DATA.search(fn.ret):
-            host = f"computes in a host loop at line {fn.line_of(loops[0].offset)}"
-    elif not (host and loops and any(s.kind == "upload" for s in fn.signals)):
-        return  # location alone: only the read-back, host loop, upload shape
+    if not host and loops and item.claim.startswith("its name"):
+        # A GPU name is an explicit claim; a signature type alone is not (view and
+        # metadata helpers loop over shapes on the host, legitimately).
+        host = f"computes in a host loop at line {fn.line_of(loops[0].offset)}"
     if not host:
         return
+    if not item.claim and not (loops and any(s.kind == "upload" for s in fn.signals)):
+        return  # location alone: only the read-back, host loop, upload shape
     reason = item.claim or f"its location `{item.path}`"
     yield Hit(
         fn.fn_line,

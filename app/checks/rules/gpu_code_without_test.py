@@ -45,7 +45,7 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     ```
     """
     fn = item.fn
-    if item.test_code or item.cpu_build or not item.claim or not item.evidence:
+    if item.support_code or item.cpu_build or not item.claim or not item.evidence:
         return
     if id(item) in gpu_test_reach(ws):
         return

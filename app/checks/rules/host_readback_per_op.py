@@ -38,7 +38,7 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     ```
     """
     fn = item.fn
-    if item.test_code or item.cpu_build or not item.is_gpu_code or not item.evidence:
+    if item.support_code or item.cpu_build or not item.is_gpu_code or not item.evidence:
         return  # with no GPU work at all it is a fake-gpu-function
     if item.moves_data:
         return

@@ -9,11 +9,11 @@ from app.checks.patterns import cpu_only, opted_in
 from app.checks.rules.base import Hit, Rule, function_name
 from app.checks.workspace import IndexedFunction, Workspace
 
-_CPU_PART = re.compile(r"(?:^|_)(?:cpu|reference|naive|host)(?:_|$)")
+_CPU_PART = gpu_code.CPU_IMPL_NAME
 
 
 def _op_of(name: str) -> str:
-    return _CPU_PART.sub("_", name).strip("_")
+    return re.sub(r"(?:^|_)(?:cpu|reference|naive|host|impl|inner|fallback)(?=_|$)", "", name).strip("_")
 
 
 def _has_gpu_version(ws: Workspace, op: str) -> bool:
@@ -61,7 +61,7 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     ```
     """
     fn = item.fn
-    if item.test_code or item.cpu_build or item.moves_data:
+    if item.support_code or item.cpu_build or item.moves_data:
         return
     cuda_arms = [a for a in fn.arms if gpu_code.GPU_DEVICE_PATTERN.search(a.pattern)]
     for call in fn.calls:

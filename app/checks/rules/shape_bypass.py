@@ -59,13 +59,18 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     ```
     """
     fn = item.fn
-    if item.test_code or item.cpu_build or item.moves_data:
+    if item.support_code or item.cpu_build or item.moves_data:
         return
     for branch in fn.branches:
         cond = _expanded(item, branch.condition)
-        if not (item.is_gpu_code or _DEVICE_TEST.search(cond) or _GPU_CHOICE.search(cond)):
-            continue
         choices: list[tuple[int, int]] = []
+        if not (item.is_gpu_code or _DEVICE_TEST.search(cond) or _GPU_CHOICE.search(cond)):
+            # Device-agnostic code: a layout test whose branch rebuilds the tensor from a
+            # host copy sends a GPU tensor with that layout to the CPU.
+            if _LAYOUT_TEST.search(cond) and _demotes_to_host(item, branch.then_start, branch.then_end):
+                choices.append((branch.then_start, branch.then_end))
+            else:
+                continue
         if branch.else_start < 0 and _fast_path_then_cpu(item, cond, branch.then_start, branch.then_end):
             choices.append((branch.then_end, block_end(item, branch.start)))
         if _GPU_CHOICE.search(cond) and branch.else_start >= 0:
@@ -75,6 +80,9 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
                 choices.append((branch.else_start, branch.else_end))
             elif not _DEVICE_TEST.search(cond):
                 choices.append((branch.then_start, branch.then_end))
+                if branch.else_start >= 0 and gpu_work(ws, item, branch.then_start, branch.then_end):
+                    # `if is_f32 { kernel } else { cpu }`: the other dtypes go to the CPU.
+                    choices.append((branch.else_start, branch.else_end))
         for start, end in choices:
             cpu = cpu_work(ws, item, start, end)
             if not cpu or cpu_only(item, start) or ends_in_error(item, start, end):
@@ -89,6 +97,17 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
                 f"structured error for the unsupported case.",
             )
             return
+
+
+_LAYOUT_TEST = re.compile(r"is_contiguous|contiguous\(\)|\bstrides?\b")
+_HOST_REBUILD = re.compile(rb"TensorStorage::cpu|Storage::Cpu|Device::Cpu|from_vec\(|::from_slice\(")
+
+
+def _demotes_to_host(item: IndexedFunction, start: int, end: int) -> bool:
+    """The block reads the data back and rebuilds it as a host tensor."""
+    fn = item.fn
+    readback = any(s.kind == "readback" and start <= s.offset < end for s in fn.signals)
+    return readback and _HOST_REBUILD.search(fn.text, start, end) is not None
 
 
 def _expanded(item: IndexedFunction, cond: str) -> str:
