@@ -12,18 +12,22 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from fnmatch import fnmatch
 from pathlib import Path
 
-from app import __version__
+from app import __version__, gitlocal
 from app.checks.model import Severity
+from app.checks.review import review
 from app.checks.rules import BY_ID, RULES
-from app.config import ConfigError, RepoConfig, load_config, parse_config
-from app.diff import DiffError, git_diff, touched_lines
+from app.config import CONFIG_PATH, ConfigError, RepoConfig, load_config, parse_config
+from app.diff import DiffError, touched_lines
+from app.report.checkrun import github_linker, plain_location, render
 from app.report.jsonout import render_json
+from app.report.review_text import render_review_text
 from app.report.rules_doc import explain, rules_markdown
 from app.report.sarif import render_sarif
 from app.report.text import render_text
-from app.scan import ScanError, ScanResult, scan
+from app.scan import ScanError, ScanResult, find_rust_files, load_sources, read_files, scan, utf8_notes
 
 DEFAULT_BASELINE = ".github/gpuproof-baseline.json"
 
@@ -62,6 +66,21 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help=f"where to write it (default: the config's `baseline`, else {DEFAULT_BASELINE})",
     )
+
+    review_cmd = sub.add_parser(
+        "review", help="what the App would post for a branch: check runs and inline comments"
+    )
+    review_cmd.add_argument("--base", required=True, metavar="REV", help="the pull request's base")
+    review_cmd.add_argument(
+        "--head", metavar="REV", help="the pull request's head (default: the working tree)"
+    )
+    review_cmd.add_argument(
+        "--body", metavar="FILE", help="the PR description ('-' for stdin; default: the commit messages)"
+    )
+    review_cmd.add_argument("--title", default=None, help="the PR title (default: from the commits)")
+    review_cmd.add_argument("--format", choices=("text", "json"), default="text")
+    review_cmd.add_argument("--root", type=Path, default=Path.cwd(), help="inside the git checkout")
+    review_cmd.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
 
     explain_cmd = sub.add_parser("explain", help="what a rule flags, why, and what to write instead")
     explain_cmd.add_argument("rule")
@@ -125,8 +144,8 @@ def _touched(args: argparse.Namespace, root: Path) -> dict[str, frozenset[int]] 
             raise UsageError(f"cannot read the diff {args.diff}: {exc}") from None
         return touched_lines(text)
     if args.base:
-        text, prefix = git_diff(root, args.base)
-        return touched_lines(text, strip_prefix=prefix)
+        text = gitlocal.diff(root, args.base)
+        return touched_lines(text, strip_prefix=gitlocal.prefix(root))
     return None
 
 
@@ -212,6 +231,50 @@ def _run_baseline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_review(args: argparse.Namespace) -> int:
+    root = gitlocal.toplevel(args.root)
+    base = gitlocal.resolve(root, args.base)
+    head = gitlocal.resolve(root, args.head) if args.head else None
+    # The base branch's config, so a change cannot switch off its own checks.
+    config_text = gitlocal.show(root, base, CONFIG_PATH)
+    config = parse_config(config_text, set(BY_ID)) if config_text else RepoConfig()
+    touched = touched_lines(gitlocal.diff(root, base, head))
+    if head:
+        contents = {
+            p: d
+            for p, d in gitlocal.files_at(root, head, ".rs").items()
+            if not any(fnmatch(p, x) for x in config.exclude)
+        }
+        notes = [n for p, d in contents.items() for n in utf8_notes(p, d)]
+    else:
+        contents, notes = read_files(root, find_rust_files(root, [], config.exclude))
+    sources, _ = load_sources(contents, not args.no_cache)
+    title, body = _description(args, root, base, head)
+    result = review(sources, config, touched, title, body)
+    result.code.notes[:0] = notes
+    repository = gitlocal.github_url(root)
+    link = github_linker(repository, head or "HEAD") if repository else plain_location
+    rendered = render(result, link)
+    _emit(json.dumps(rendered, indent=2) if args.format == "json" else render_review_text(rendered), None)
+    failed = any(c["conclusion"] == "failure" for c in rendered["checks"])
+    return 1 if failed else 0
+
+
+def _description(args: argparse.Namespace, root: Path, base: str, head: str | None) -> tuple[str, str]:
+    if args.body:
+        try:
+            body = sys.stdin.read() if args.body == "-" else Path(args.body).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read the description {args.body}: {exc}") from None
+        return args.title or "", body
+    found = gitlocal.messages(root, base, head or "HEAD")
+    if not found:
+        return args.title or "", ""
+    subject, _, rest = found[-1].partition("\n")  # the oldest commit names the change
+    others = "\n\n".join(found[:-1])
+    return args.title or subject, "\n\n".join(p for p in (rest.strip(), others) if p)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -219,6 +282,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_check(args)
         if args.command == "baseline":
             return _run_baseline(args)
+        if args.command == "review":
+            return _run_review(args)
         if args.command == "explain":
             rule = BY_ID.get(args.rule)
             if rule is None:
@@ -230,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "docs":
             sys.stdout.write(rules_markdown())
         return 0
-    except (UsageError, ConfigError, DiffError, ScanError) as exc:
+    except (UsageError, ConfigError, DiffError, ScanError, gitlocal.GitError) as exc:
         print(f"gpuproof: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
 
@@ -44,24 +41,3 @@ def touched_lines(diff_text: str, strip_prefix: str = "") -> dict[str, frozenset
         if lines:
             touched[path] = frozenset(lines)
     return touched
-
-
-def git_diff(root: Path, base: str, head: str | None = None) -> tuple[str, str]:
-    """The diff of ``base`` against ``head`` (default: the working tree), and the
-    prefix of ``root`` inside its git repository."""
-
-    def git(*args: str) -> str:
-        try:
-            done = subprocess.run(
-                ["git", "-C", str(root), *args], capture_output=True, text=True, check=False
-            )
-        except FileNotFoundError:
-            raise DiffError("git is not installed") from None
-        if done.returncode != 0:
-            raise DiffError(f"git {' '.join(args[:2])} failed: {done.stderr.strip()}")
-        return done.stdout
-
-    prefix = git("rev-parse", "--show-prefix").strip()
-    spec = [f"{base}...{head}"] if head else [base]
-    text = git("diff", "--no-color", "--no-ext-diff", "--unified=0", *spec, "--")
-    return text, prefix

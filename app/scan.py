@@ -164,43 +164,16 @@ def _scan(
 ) -> ScanResult:
     if not root.is_dir():
         raise ScanError(f"{root}: not a directory")
-    paths = find_rust_files(root, targets, config.exclude)
-    notes: list[Note] = []
-    contents: dict[str, bytes] = {}
-    for rel in paths:
-        try:
-            data = (root / rel).read_bytes()
-        except OSError as exc:
-            notes.append(Note(rel, f"cannot be read ({exc.strerror or exc}); skipped"))
-            continue
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            notes.append(
-                Note(
-                    rel,
-                    f"not valid UTF-8 (byte {exc.start}); analysed with the invalid bytes left as they are",
-                )
-            )
-        contents[rel] = data
-    keys = {rel: _digest(data) for rel, data in contents.items()}
+    contents, notes = read_files(root, find_rust_files(root, targets, config.exclude))
     lines = sum(
         data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0) for data in contents.values()
     )
-
     cache_dir = cache_root() if use_cache else None
-    result_key = ""
-    result_path = None
+    result_path = result_key = None
     if cache_dir is not None:
-        basis = repr(
-            (
-                _code_version(),
-                config,
-                sorted(keys.items()),
-                sorted((p, sorted(v)) for p, v in (touched or {}).items()) if touched is not None else None,
-                sorted(baseline.items()) if baseline else None,
-            )
-        )
+        keys = sorted((rel, _digest(data)) for rel, data in contents.items())
+        touched_key = sorted((p, sorted(v)) for p, v in touched.items()) if touched is not None else None
+        basis = repr((_code_version(), config, keys, touched_key, sorted((baseline or {}).items())))
         result_key = hashlib.blake2b(basis.encode(), digest_size=16).hexdigest()
         root_key = hashlib.blake2b(str(root.resolve()).encode(), digest_size=8).hexdigest()
         result_path = cache_dir / "results" / f"{root_key}.pickle"
@@ -209,24 +182,62 @@ def _scan(
             cached.notes[:0] = notes
             return ScanResult(cached, len(contents), lines, len(contents), True)
 
-    facts: dict[str, FileFacts] = {}
-    missing: dict[str, bytes] = {}
-    facts_dir = cache_dir / f"facts-{EXTRACTOR_VERSION}" if cache_dir is not None else None
-    for rel, key in keys.items():
-        hit = _read_cached(facts_dir / key[:2] / f"{key}.pickle") if facts_dir else None
-        if hit is not None:
-            facts[key] = hit
-        else:
-            missing[key] = contents[rel]
-    cached_files = sum(1 for key in keys.values() if key not in missing)
-    facts.update(_extract_all(missing, facts_dir))
-
-    sources = [SourceFile(rel, facts[keys[rel]]) for rel in contents]
+    sources, cached_files = load_sources(contents, use_cache)
     analysis = analyze(sources, config, touched, baseline)
     analysis.notes[:0] = notes
-    if result_path is not None:
+    if result_path is not None and result_key is not None:
         _write_atomic(result_path, pickle.dumps((result_key, analysis), protocol=pickle.HIGHEST_PROTOCOL))
     return ScanResult(analysis, len(contents), lines, cached_files, False)
+
+
+def read_files(root: Path, paths: list[str]) -> tuple[dict[str, bytes], list[Note]]:
+    """The bytes of each file, and a note for each one that cannot be used as is."""
+    notes: list[Note] = []
+    contents: dict[str, bytes] = {}
+    for rel in paths:
+        try:
+            data = (root / rel).read_bytes()
+        except OSError as exc:
+            notes.append(Note(rel, f"cannot be read ({exc.strerror or exc}); skipped"))
+            continue
+        notes.extend(utf8_notes(rel, data))
+        contents[rel] = data
+    return contents, notes
+
+
+def utf8_notes(rel: str, data: bytes) -> list[Note]:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return [
+            Note(rel, f"not valid UTF-8 (byte {exc.start}); analysed with the invalid bytes left as they are")
+        ]
+    return []
+
+
+def load_sources(contents: Mapping[str, bytes], use_cache: bool = True) -> tuple[list[SourceFile], int]:
+    """The facts of every file, from the cache where its content was seen before and
+    extracted (in parallel for large inputs) otherwise; and how many came cached."""
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        keys = {rel: _digest(data) for rel, data in contents.items()}
+        cache_dir = cache_root() if use_cache else None
+        facts_dir = cache_dir / f"facts-{EXTRACTOR_VERSION}" if cache_dir is not None else None
+        facts: dict[str, FileFacts] = {}
+        missing: dict[str, bytes] = {}
+        for rel, key in keys.items():
+            hit = _read_cached(facts_dir / key[:2] / f"{key}.pickle") if facts_dir else None
+            if hit is not None:
+                facts[key] = hit
+            else:
+                missing[key] = contents[rel]
+        cached_files = sum(1 for key in keys.values() if key not in missing)
+        facts.update(_extract_all(missing, facts_dir))
+        return [SourceFile(rel, facts[keys[rel]]) for rel in contents], cached_files
+    finally:
+        if gc_was_enabled:
+            gc.enable()
 
 
 def _read_result(path: Path, key: str) -> Analysis | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.checks.engine import Analysis, analyze
+from app.checks.review import Review, review
 from app.checks.rust_index import extract
 from app.checks.workspace import SourceFile
 from app.config import RepoConfig
@@ -24,6 +25,13 @@ def run_analysis(
     if diff_all:
         touched = {path: frozenset(range(1, code.count("\n") + 2)) for path, code in files.items()}
     return analyze(sources, config or RepoConfig(), touched)
+
+
+def run_review(files: dict[str, str], body: str, title: str = "", config: RepoConfig | None = None) -> Review:
+    """Review as if the diff added every given file."""
+    sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
+    touched = {path: frozenset(range(1, code.count("\n") + 2)) for path, code in files.items()}
+    return review(sources, config or RepoConfig(), touched, title, textwrap.dedent(body))
 
 
 def rules_found(code: str, path: str = "src/lib.rs", **kwargs: object) -> set[str]:

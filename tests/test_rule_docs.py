@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from app.checks.model import Finding
 from app.checks.rules import RULES, Rule
 from app.report.rules_doc import rules_markdown
-from tests.conftest import run_analysis
+from tests.conftest import run_analysis, run_review
 
 DOCUMENTED = [pytest.param(rule, id=rule.id) for rule in RULES]
 
@@ -17,19 +18,28 @@ def test_rule_has_every_doc_section(rule: Rule) -> None:
     assert rule.summary and rule.spec
 
 
+def findings_of_example(rule: Rule, fixed: bool) -> list[Finding]:
+    """Run a documented example: code rules over its Rust code; description rules over
+    its PR text, with its Rust code (if any) as the whole diff."""
+    pick = rule.fixed_example if fixed else rule.example
+    if not rule.is_description_rule:
+        code = pick()
+        assert code, f"{rule.id} has no rust example"
+        return run_analysis({"src/lib.rs": code}, diff_all=rule.needs_diff).findings
+    text = pick("text")
+    assert text, f"{rule.id} has no text example"
+    return run_review({"src/lib.rs": pick()}, body=text).description
+
+
 @pytest.mark.parametrize("rule", DOCUMENTED)
 def test_example_triggers_the_rule(rule: Rule) -> None:
-    code = rule.example()
-    assert code, f"{rule.id} has no rust example"
-    found = run_analysis({"src/lib.rs": code}, diff_all=rule.needs_diff).findings
+    found = findings_of_example(rule, fixed=False)
     assert rule.id in {f.rule for f in found}, [f.message for f in found]
 
 
 @pytest.mark.parametrize("rule", DOCUMENTED)
 def test_fixed_example_is_clean(rule: Rule) -> None:
-    code = rule.fixed_example()
-    assert code, f"{rule.id} has no 'Use instead' example"
-    found = run_analysis({"src/lib.rs": code}, diff_all=rule.needs_diff).findings
+    found = findings_of_example(rule, fixed=True)
     assert found == [], [f"{f.rule}: {f.message}" for f in found]
 
 

@@ -49,11 +49,18 @@ def analyze(
     touched: Touched | None = None,
     baseline: Mapping[str, int] | None = None,
 ) -> Analysis:
-    ws = Workspace(files, config)
+    return analyze_workspace(Workspace(files, config), touched, baseline)
+
+
+def analyze_workspace(
+    ws: Workspace, touched: Touched | None = None, baseline: Mapping[str, int] | None = None
+) -> Analysis:
+    """Findings of the code rules; with ``touched``, only in the functions it touches."""
+    config = ws.config
     findings: list[Finding] = []
     severities = {rule.id: config.severity_for(rule.id, rule.severity) for rule in RULES}
     for item in ws.functions:
-        if touched is not None and not _touches(touched, item):
+        if touched is not None and not touches(touched, item):
             continue
         findings.extend(_check_function(ws, item, severities, diff_mode=touched is not None))
 
@@ -85,7 +92,7 @@ def analyze(
     return Analysis(findings, notes, suppressed, baselined, len(ws.functions))
 
 
-def _touches(touched: Touched, item: IndexedFunction) -> bool:
+def touches(touched: Touched, item: IndexedFunction) -> bool:
     lines = touched.get(item.path)
     if not lines:
         return False

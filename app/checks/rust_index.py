@@ -32,7 +32,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "9"
+EXTRACTOR_VERSION = "10"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 
@@ -275,7 +275,11 @@ def _signals(text: str) -> list[Signal]:
                 continue
             m = spec.pattern.match(text, pos)
             if m:
-                found.append(Signal(spec.kind, m.group(), pos))
+                # Show the whole identifier (`gpu_to_cpu(`, not `to_cpu(`).
+                start = pos
+                while start > 0 and text[start - 1] in _WORD_CHARS:
+                    start -= 1
+                found.append(Signal(spec.kind, text[start : m.end()], pos))
     return found
 
 

@@ -20,139 +20,16 @@ from app.config import RepoConfig
 
 # Names so generic that resolving them by name would connect everything to everything.
 _GENERIC_METHODS = frozenset(
-    [
-        "new",
-        "clone",
-        "len",
-        "iter",
-        "iter_mut",
-        "into_iter",
-        "map",
-        "get",
-        "get_mut",
-        "push",
-        "pop",
-        "from",
-        "into",
-        "as_ref",
-        "as_mut",
-        "unwrap",
-        "expect",
-        "ok",
-        "err",
-        "collect",
-        "to_string",
-        "to_owned",
-        "fmt",
-        "default",
-        "is_empty",
-        "extend",
-        "insert",
-        "remove",
-        "contains",
-        "with_capacity",
-        "and_then",
-        "map_err",
-        "or_else",
-        "unwrap_or",
-        "unwrap_or_else",
-        "unwrap_or_default",
-        "as_slice",
-        "as_mut_slice",
-        "as_ptr",
-        "as_mut_ptr",
-        "borrow",
-        "borrow_mut",
-        "lock",
-        "write",
-        "read",
-        "eq",
-        "ne",
-        "cmp",
-        "partial_cmp",
-        "hash",
-        "next",
-        "drop",
-        "deref",
-        "deref_mut",
-        "index",
-        "index_mut",
-        "call",
-        "clear",
-        "first",
-        "last",
-        "zip",
-        "enumerate",
-        "filter",
-        "fold",
-        "any",
-        "all",
-        "sum",
-        "product",
-        "max",
-        "min",
-        "chain",
-        "rev",
-        "take",
-        "skip",
-        "copied",
-        "cloned",
-        "is_some",
-        "is_none",
-        "is_ok",
-        "is_err",
-        "send",
-        "recv",
-        "join",
-        "spawn",
-        "try_into",
-        "try_from",
-        "parse",
-        "to_vec",
-        "format",
-        "debug",
-        "display",
-        "build",
-        "finish",
-        "flush",
-        "resize",
-        "reserve",
-        "truncate",
-        "split",
-        "sort",
-        "sort_by",
-        "keys",
-        "values",
-        "entry",
-        "or_insert",
-        "or_insert_with",
-        "as_str",
-        "trim",
-        "replace",
-        "starts_with",
-        "ends_with",
-        "lines",
-        "chars",
-        "bytes",
-        "find",
-        "position",
-        "count",
-        "step_by",
-        "windows",
-        "chunks",
-        "concat",
-        "sqrt",
-        "abs",
-        "exp",
-        "ln",
-        "powi",
-        "powf",
-        "floor",
-        "ceil",
-        "round",
-        "min_by",
-        "max_by",
-    ]
+    """new clone len iter iter_mut into_iter map get get_mut push pop from into as_ref as_mut unwrap
+    expect ok err collect to_string to_owned fmt default is_empty extend insert remove contains
+    with_capacity and_then map_err or_else unwrap_or unwrap_or_else unwrap_or_default as_slice
+    as_mut_slice as_ptr as_mut_ptr borrow borrow_mut lock write read eq ne cmp partial_cmp hash next
+    drop deref deref_mut index index_mut call clear first last zip enumerate filter fold any all sum
+    product max min chain rev take skip copied cloned is_some is_none is_ok is_err send recv join
+    spawn try_into try_from parse to_vec format debug display build finish flush resize reserve
+    truncate split sort sort_by keys values entry or_insert or_insert_with as_str trim replace
+    starts_with ends_with lines chars bytes find position count step_by windows chunks concat sqrt
+    abs exp ln powi powf floor ceil round min_by max_by""".split()
 )
 _ACCESSOR = re.compile(
     r"^(?:is|has|as|with|set|get|new|num|device|cuda|gpu|to|from|into|try_from|default|clone)(?:_|$)"
@@ -271,6 +148,7 @@ class Workspace:
         for item in self.functions:
             if not item.direct_evidence:
                 item.direct_evidence = self._external_gpu_call(item.fn)
+        self.callers: dict[Key, list[int]] = {}  # call key -> indexes of the functions making it
         self._propagate_evidence()
 
     def enclosing(self, path: str, line: int) -> IndexedFunction | None:
@@ -329,7 +207,7 @@ class Workspace:
     def _propagate_evidence(self) -> None:
         """Evidence flows from callee to caller until nothing changes (a BFS over
         call keys, linear in the number of distinct calls)."""
-        callers: dict[Key, list[int]] = {}
+        callers = self.callers
         queue: deque[int] = deque()
         for index, item in enumerate(self.functions):
             if item.direct_evidence:
@@ -358,6 +236,22 @@ class Workspace:
                         continue  # the caller's own crate defines this name
                     caller.evidence = f"calls `{item.fn.qualname}` ({item.path}:{item.fn.fn_line})"
                     queue.append(caller_index)
+
+    def callers_of(self, item: IndexedFunction, within: int = 6) -> Iterator[IndexedFunction]:
+        """Functions that reach ``item`` through at most ``within`` calls (nearest first)."""
+        seen: set[int] = set()
+        frontier = [item]
+        for _ in range(within):
+            next_frontier: list[IndexedFunction] = []
+            for current in frontier:
+                for key in definition_keys(current.fn):
+                    for index in self.callers.get(key, ()):
+                        if index not in seen:
+                            seen.add(index)
+                            caller = self.functions[index]
+                            next_frontier.append(caller)
+                            yield caller
+            frontier = next_frontier
 
     def reached_from(self, roots: Iterable[IndexedFunction]) -> set[int]:
         """Indexes of the functions reachable by calls from the roots."""

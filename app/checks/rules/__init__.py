@@ -13,13 +13,16 @@ from app.checks.rules import (
     eprintln_fallback,
     fake_gpu_function,
     fallback_without_warn,
+    forbidden_phrasing,
     gpu_code_without_test,
     host_readback_per_op,
+    missing_gap_report,
     reference_punt,
     shape_bypass,
     silent_fallback,
     stub_residue,
     suppression_without_reason,
+    unbacked_claim,
 )
 from app.checks.rules.base import Hit, Rule
 
@@ -40,8 +43,13 @@ RULES: tuple[Rule, ...] = (
     stub_residue.RULE,
     cpu_detour.RULE,
     suppression_without_reason.RULE,
+    # Description rules: they read the PR title and body (gpuproof review).
+    forbidden_phrasing.RULE,
+    unbacked_claim.RULE,
+    missing_gap_report.RULE,
 )
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
 SUPPRESSION_RULE = suppression_without_reason.RULE
+DESCRIPTION_RULES: tuple[Rule, ...] = tuple(r for r in RULES if r.is_description_rule)
 
-__all__ = ["BY_ID", "RULES", "SUPPRESSION_RULE", "Hit", "Rule"]
+__all__ = ["BY_ID", "DESCRIPTION_RULES", "RULES", "SUPPRESSION_RULE", "Hit", "Rule"]

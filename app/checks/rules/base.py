@@ -9,10 +9,13 @@ import inspect
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from app.checks.model import Severity
 from app.checks.workspace import IndexedFunction, Workspace
+
+if TYPE_CHECKING:
+    from app.checks.description import DescriptionContext
 
 
 class Hit(NamedTuple):
@@ -21,9 +24,12 @@ class Hit(NamedTuple):
 
 
 Check = Callable[[Workspace, IndexedFunction], Iterable[Hit]]
+# A description rule reads the PR text; its hits' lines are lines of the description.
+DescriptionCheck = Callable[["DescriptionContext"], Iterable[Hit]]
 
 _SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
-_FENCE = re.compile(r"```rust\n(.*?)```", re.S)
+_RUST_FENCE = re.compile(r"```rust\n(.*?)```", re.S)
+_TEXT_FENCE = re.compile(r"```text\n(.*?)```", re.S)
 
 
 @dataclass(frozen=True)
@@ -32,13 +38,20 @@ class Rule:
     severity: Severity
     spec: str  # the section of spec/rust-gpu-discipline.md it enforces
     summary: str
-    check: Check | None  # None for rules the engine applies itself (suppressions)
+    check: Check | None  # None for rules the engine applies itself, or description rules
     needs_diff: bool = False  # only meaningful for the functions a diff touches
     doc: str = ""  # for rules without a check function; otherwise its docstring
+    check_description: DescriptionCheck | None = None
+
+    @property
+    def is_description_rule(self) -> bool:
+        return self.check_description is not None
 
     @property
     def docs(self) -> str:
-        return inspect.cleandoc(self.doc) if self.doc else inspect.getdoc(self.check) or ""
+        if self.doc:
+            return inspect.cleandoc(self.doc)
+        return inspect.getdoc(self.check or self.check_description) or ""
 
     def section(self, title: str) -> str:
         text = self.docs
@@ -49,14 +62,16 @@ class Rule:
         end = text.find("\n## ", start)
         return text[start : end if end >= 0 else None].strip()
 
-    def example(self) -> str:
-        """The Rust code of the "Example" section: it must trigger the rule."""
-        found = _FENCE.search(self.section("Example"))
+    def example(self, fence: str = "rust") -> str:
+        """The code (or, with fence="text", the PR description) of the "Example"
+        section: it must trigger the rule."""
+        found = (_TEXT_FENCE if fence == "text" else _RUST_FENCE).search(self.section("Example"))
         return found.group(1) if found else ""
 
-    def fixed_example(self) -> str:
-        """The Rust code of the "Use instead" section: it must not trigger the rule."""
-        found = _FENCE.search(self.section("Use instead"))
+    def fixed_example(self, fence: str = "rust") -> str:
+        """The code or description of the "Use instead" section: it must not trigger
+        the rule."""
+        found = (_TEXT_FENCE if fence == "text" else _RUST_FENCE).search(self.section("Use instead"))
         return found.group(1) if found else ""
 
     def missing_sections(self) -> list[str]:

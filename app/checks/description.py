@@ -1,0 +1,32 @@
+"""What the description rules read: the PR's own sentences, the functions the diff
+changes, the code findings in them, and the GPU claims judged against them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from app.checks.claims import Claim, extract_claims, judge
+from app.checks.model import Finding
+from app.checks.prose import Sentence, sentences
+from app.checks.workspace import IndexedFunction, Workspace
+
+
+@dataclass
+class DescriptionContext:
+    ws: Workspace
+    title: str
+    body: str
+    sentences: list[Sentence]
+    changed: list[IndexedFunction]  # product code (not tests) the diff adds or changes
+    findings: list[Finding]  # code findings in the changed functions
+    claims: list[Claim] = field(default_factory=list)
+
+
+def description_context(
+    ws: Workspace, title: str, body: str, changed: list[IndexedFunction], findings: list[Finding]
+) -> DescriptionContext:
+    said = sentences(title, body)
+    ctx = DescriptionContext(ws, title, body, said, changed, findings, extract_claims(said))
+    for claim in ctx.claims:
+        judge(ws, claim, changed, findings)
+    return ctx

@@ -1,0 +1,132 @@
+"""PR titles and descriptions as text a rule can read: Markdown code, quotes and
+comments removed (what is quoted or shown as code is not the author's claim),
+emphasis and links flattened, and split into sentences that keep their line."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_EMPHASIS = re.compile(r"(\*\*|__|\*|_|~~)(?=\S)(.+?)(?<=\S)\1")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_HEADING = re.compile(r"^\s*#{1,6}\s*")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9`\"'(])")
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    text: str  # plain text, single-spaced
+    line: int  # 1-based line of the description where it starts (the title is line 0)
+
+
+def sentences(title: str, body: str) -> list[Sentence]:
+    """The author's own sentences: code blocks, inline code, quotes and HTML comments
+    dropped; one entry per sentence (a heading or a bullet is a sentence too)."""
+    out = [Sentence(_plain(title), 0)] if title.strip() else []
+    body = _HTML_COMMENT.sub(lambda m: "\n" * m.group().count("\n"), body)
+    in_fence = False
+    paragraph: list[str] = []
+    start = 0
+
+    def flush() -> None:
+        if paragraph:
+            text = _plain(" ".join(paragraph))
+            out.extend(Sentence(part, start) for part in _SENTENCE_END.split(text) if part.strip())
+            paragraph.clear()
+
+    for number, raw in enumerate(body.splitlines(), start=1):
+        if _FENCE.match(raw):
+            flush()
+            in_fence = not in_fence
+            continue
+        if in_fence or raw.lstrip().startswith(">"):
+            flush()
+            continue
+        if not raw.strip() or _BULLET.match(raw) or _HEADING.match(raw):
+            flush()
+        if raw.strip():
+            if not paragraph:
+                start = number
+            paragraph.append(_HEADING.sub("", _BULLET.sub("", raw)))
+    flush()
+    return [s for s in out if s.text]
+
+
+def _plain(text: str) -> str:
+    text = _INLINE_CODE.sub(" ", text)
+    text = _LINK.sub(r"\1", text)
+    for _ in range(2):  # nested emphasis
+        text = _EMPHASIS.sub(r"\2", text)
+    return " ".join(text.split())
+
+
+_WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])|\d+")
+STOP_WORDS = frozenset(
+    """a an the and or of for to on in into with by from at as is are was were be been it its this
+    that these those now all new op ops operation operations kernel kernels function functions fn
+    path paths support supported gpu gpus cuda device devices implementation implementations
+    implement implemented version variant variants via using use uses our my their some both each
+    forward pass""".split()
+)
+# A collective noun in a claim stands for any of these function-name words.
+ALTERNATIVES = {
+    "reduction": ("sum", "mean", "max", "min", "prod", "reduce", "argmax", "argmin", "amax", "amin"),
+    "matmul": ("gemm", "mm", "bmm"),
+    "gemm": ("matmul",),
+    "elementwise": ("add", "sub", "mul", "div", "unary", "binary"),
+    "activation": ("relu", "gelu", "silu", "sigmoid", "tanh", "elu"),
+    "convolution": ("conv",),
+    "normalization": ("norm",),
+    "attention": ("attn", "sdpa", "flash"),
+}
+# A compound word in a claim is written as separate words in function names.
+COMPOUNDS = {
+    "layernorm": ("layer", "norm"),
+    "batchnorm": ("batch", "norm"),
+    "groupnorm": ("group", "norm"),
+    "rmsnorm": ("rms", "norm"),
+    "softmax": ("soft", "max"),
+    "logsoftmax": ("log", "soft", "max"),
+}
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words of an identifier or a phrase: ``gpu_layer_norm`` and
+    ``LayerNorm`` both give layer, norm."""
+    return [w.lower() for w in _WORD.findall(text.replace("_", " "))]
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ations", "ation", "ings", "ing", "ies", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def subject_words(phrase: str) -> list[str]:
+    """The words that say what a claim is about, stemmed: "the f64 reductions" gives
+    f64, reduction."""
+    return [_stem(w) for w in words(phrase) if w not in STOP_WORDS]
+
+
+def names_subject(name: str, subject: list[str]) -> bool:
+    """Whether a function name covers every word of a claim's subject, directly, by a
+    compound's parts or by one of a collective noun's members."""
+    if not subject:
+        return False
+    stems = {_stem(w) for w in words(name)}
+    joined = name.lower().replace("_", "")
+    for word in subject:
+        if word in stems or (len(word) >= 4 and word in joined):
+            continue
+        if any(_stem(a) in stems for a in ALTERNATIVES.get(word, ())):
+            continue
+        parts = COMPOUNDS.get(word)
+        if parts and all(p in stems for p in parts):
+            continue
+        return False
+    return True

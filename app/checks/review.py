@@ -1,0 +1,51 @@
+"""A pull request's review, as data: the code findings in the functions the diff
+touches, the description findings, the judged claims, and the hostile reviewer's
+answers for every GPU op the diff adds or changes. Pure, like the rest of the core;
+rendering it for GitHub is ``app.report.checkrun``'s job."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from app.checks.claims import Claim, ReviewAnswers, answer_questions
+from app.checks.description import description_context
+from app.checks.engine import Analysis, Touched, analyze_workspace, touches
+from app.checks.model import Finding
+from app.checks.rules import DESCRIPTION_RULES
+from app.checks.workspace import SourceFile, Workspace
+from app.config import RepoConfig
+
+DESCRIPTION_PATH = "PR description"
+MAX_OPS_QUESTIONED = 40  # the 4e block answers for at most this many ops
+
+
+@dataclass
+class Review:
+    code: Analysis
+    description: list[Finding]  # path is DESCRIPTION_PATH; line 0 is the title
+    claims: list[Claim]
+    answers: list[ReviewAnswers]
+    touched: Touched
+    ops_changed: int  # GPU ops the diff adds or changes (answers may stop at MAX_OPS_QUESTIONED)
+
+
+def review(
+    files: Iterable[SourceFile], config: RepoConfig, touched: Touched, title: str, body: str
+) -> Review:
+    ws = Workspace(files, config)
+    code = analyze_workspace(ws, touched)
+    changed = [f for f in ws.functions if touches(touched, f) and not f.support_code]
+    ctx = description_context(ws, title, body, changed, code.findings)
+    description: list[Finding] = []
+    for rule in DESCRIPTION_RULES:
+        severity = config.severity_for(rule.id, rule.severity)
+        if severity is None or rule.check_description is None:
+            continue
+        for hit in rule.check_description(ctx):
+            description.append(
+                Finding(rule.id, severity, DESCRIPTION_PATH, hit.line, hit.line, "", hit.message)
+            )
+    ops = [f for f in changed if f.claim or f.evidence]
+    answers = [answer_questions(ws, op) for op in ops[:MAX_OPS_QUESTIONED]]
+    return Review(code, description, ctx.claims, answers, touched, len(ops))

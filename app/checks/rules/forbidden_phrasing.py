@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from app.checks.model import Severity
+from app.checks.rules.base import Hit, Rule
+
+if TYPE_CHECKING:
+    from app.checks.description import DescriptionContext
+
+_CPU = r"(?:the\s+)?(?:cpu|host)"
+_GPU = r"(?:the\s+)?(?:gpu|cuda|device|accelerator)"
+FORBIDDEN = tuple(
+    re.compile(p, re.I)
+    for p in (
+        rf"\b(?:works?|runs?|executes?|uses?)\s+(?:on\s+)?{_GPU}\s+(?:when|if|where)\s+(?:it\s+is\s+|it's\s+|one\s+is\s+)?"
+        rf"(?:available|present|possible)\b(?:[^.;]{{0,60}}?\b{_CPU}(?:\s+otherwise)?)?",
+        r"\b(?:gpu|cuda)\s+(?:when|if|where)\s+(?:available|present|possible)\b",
+        rf"\b{_CPU}\s+otherwise\b",
+        rf"\b(?:falls?|falling|fell)\s+back\s+(?:\w+\s+){{0,2}}?to\s+{_CPU}\b",
+        rf"\bfall-?back\s+(?:path\s+)?(?:to|on)\s+{_CPU}\b",
+        r"\bbest[- ]effort\s+(?:gpu|cuda|device|accelerat\w+)(?:\s+support)?",
+        r"\b(?:graceful(?:ly)?|automatic(?:ally)?|transparent(?:ly)?|seamless(?:ly)?|smart)\s+"
+        r"(?:\w+\s+)?(?:cpu\s+)?(?:falls?\s+back|fall-?back|degrad\w*)",
+        rf"\bdegrad\w*\s+(?:gracefully\s+)?to\s+{_CPU}\b",
+        rf"\b(?:if|when)\s+(?:cuda|{_GPU}|a\s+gpu)\s+(?:is\s+)?(?:not\s+available|unavailable|missing|absent|"
+        rf"not\s+present)\b[^.;]{{0,50}}?\b{_CPU}\b",
+    )
+)
+_NEGATED = re.compile(
+    r"\b(?:no\s+longer|not|never|no|removed?|removes|removing|without|instead\s+of|eliminat\w*|no\s+more"
+    r"|stop(?:s|ped)?|drop(?:s|ped)?|rather\s+than|forbid\w*|reject\w*|replac\w*|instead|avoid\w*|n't)\b",
+    re.I,
+)
+_OPT_IN = re.compile(r"\bopt[- ]?in\b|\bgated\s+(?:by|behind)\b|_ENABLE_\w*FALLBACK\b", re.I)
+
+
+def check(ctx: DescriptionContext) -> Iterator[Hit]:
+    """## What it does
+    Flags the spec's forbidden phrasings in the PR title and description, and their
+    paraphrases, whatever the case or Markdown formatting: "works on the GPU when
+    available, CPU otherwise", "falls back to CPU", "best-effort GPU support",
+    "graceful CPU fallback". Text in code blocks and quotes is ignored, and so are
+    negations ("no longer falls back to the CPU") and the allowed vocabulary ("opt-in
+    CPU fallback gated by FERROTORCH_ENABLE_GPU_FALLBACK").
+
+    ## Why is this bad?
+    Spec Step 3, "Honest reporting vocabulary": these phrasings hide the
+    silent-fallback policy violation. The reader cannot tell whether their tensors
+    ever reach the GPU.
+
+    ## Example
+    ```text
+    Softmax now works on the GPU when available, CPU otherwise.
+    ```
+
+    ## Use instead
+    ```text
+    Removed silent CPU fallback in softmax; it now returns Err(GpuError::PtxCompileFailed)
+    when the kernel cannot be built.
+    ```
+    """
+    for sentence in ctx.sentences:
+        if _OPT_IN.search(sentence.text):
+            continue  # the allowed "opt-in fallback gated by ..." vocabulary
+        for pattern in FORBIDDEN:
+            found = pattern.search(sentence.text)
+            if not found:
+                continue
+            before = sentence.text[max(0, found.start() - 40) : found.start()]
+            if _NEGATED.search(before + " " + found.group()[:12]):
+                break
+            yield Hit(
+                sentence.line,
+                f'forbidden phrasing "{found.group()}" (spec Step 3): it hides whether the '
+                f'code falls back to the CPU. Say exactly what runs where, e.g. "Implemented X on '
+                f'GPU; returns Err(GpuError::...) when the GPU is not available".',
+            )
+            break
+
+
+RULE = Rule(
+    id="forbidden-phrasing",
+    severity=Severity.ERROR,
+    spec="Step 3 (honest reporting vocabulary)",
+    summary='the spec\'s forbidden phrasings ("GPU when available, CPU otherwise", "falls back to CPU")',
+    check=None,
+    check_description=check,
+)

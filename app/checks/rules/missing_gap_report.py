@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from app.checks import gpu_code
+from app.checks.model import Severity
+from app.checks.rules.base import Hit, Rule
+
+if TYPE_CHECKING:
+    from app.checks.description import DescriptionContext
+
+_INCOMPLETE_RULES = frozenset({"deferred-kernel", "stub-residue", "cfg-gated-stub", "reference-punt"})
+_UNSUPPORTED_ERROR = re.compile(
+    rb"Err\s*\(\s*[\w:]*(?:Unsupported|NotImplemented|NotSupported|NoCuda|Unavailable|MissingKernel)"
+)
+_PARTS = {
+    "what works": re.compile(r"what\s+works|\bworks:|\bworking:|\bdone:|what(?:'s| is)\s+done", re.I),
+    "what does not work": re.compile(
+        r"what\s+(?:does\s+not|doesn't)\s+work|not\s+(?:yet\s+)?(?:supported|implemented|working|done)"
+        r"|does\s+not\s+work|doesn't\s+work|\bmissing\b|limitation|known\s+gaps?|\bgaps?:|unsupported",
+        re.I,
+    ),
+    "the next step": re.compile(
+        r"next\s+steps?|follow[- ]?up|remaining\s+work|future\s+work|\bto\s*do\b|\bnext:"
+        r"|will\s+(?:add|write|port)",
+        re.I,
+    ),
+}
+
+
+def check(ctx: DescriptionContext) -> Iterator[Hit]:
+    """## What it does
+    When the diff leaves GPU work incomplete (a `todo!()` or a TODO in GPU code,
+    a `cfg`-gated stub, a CPU reference wired for the GPU, a structured
+    "unsupported" error, an opt-in CPU fallback), requires the description to say
+    what works, what does not work yet, and the next step.
+
+    ## Why is this bad?
+    Spec Step 5: "When something is genuinely incomplete, explicitly list: what
+    works, what does NOT work yet, what concrete next step would close the gap."
+    Incomplete work described as a whole leaves the reader to discover the gap.
+
+    ## Example
+    ```text
+    Add the cumsum op.
+    ```
+
+    ```rust
+    pub fn gpu_cumsum(x: &CudaSlice<f32>) -> Result<CudaSlice<f32>, GpuError> {
+        Err(GpuError::Unsupported { op: "cumsum", device: "cuda" })
+    }
+    ```
+
+    ## Use instead
+    ```text
+    Add the cumsum op.
+
+    What works: the op's API and its CPU path. What does not work yet: CUDA tensors get
+    Err(GpuError::Unsupported). Next step: a Blelloch scan kernel.
+    ```
+
+    ```rust
+    pub fn gpu_cumsum(x: &CudaSlice<f32>) -> Result<CudaSlice<f32>, GpuError> {
+        Err(GpuError::Unsupported { op: "cumsum", device: "cuda" })
+    }
+    ```
+    """
+    gaps = _incomplete_work(ctx)
+    if not gaps:
+        return
+    text = f"{ctx.title}\n{ctx.body}"
+    absent = [part for part, pattern in _PARTS.items() if not pattern.search(text)]
+    if not absent:
+        return
+    shown = "; ".join(gaps[:5]) + (f"; and {len(gaps) - 5} more" if len(gaps) > 5 else "")
+    yield Hit(
+        0,
+        f"the diff leaves GPU work incomplete ({shown}) but the description does not say "
+        f"{', '.join(absent)} (spec Step 5). Add a short gap report: what works, what does "
+        f"not work yet, and the next step.",
+    )
+
+
+def _incomplete_work(ctx: DescriptionContext) -> list[str]:
+    gaps = [f"{f.rule} at {f.path}:{f.line}" for f in ctx.findings if f.rule in _INCOMPLETE_RULES]
+    for item in ctx.changed:
+        fn = item.fn
+        where = f"`{fn.qualname}` ({item.path}:{fn.fn_line})"
+        if not (item.is_gpu_code or item.evidence):
+            if gpu_code.CPU_IMPL_NAME.search(fn.name):
+                gaps.append(f"CPU-only reference {where}")
+            continue
+        if _UNSUPPORTED_ERROR.search(fn.text):
+            gaps.append(f'structured "unsupported" error in {where}')
+        env_checks = any(s.kind == "env" for s in fn.signals)
+        if env_checks and any("FALLBACK" in lit.text.upper() for lit in fn.literals):
+            gaps.append(f"opt-in CPU fallback in {where}")
+    return gaps
+
+
+RULE = Rule(
+    id="missing-gap-report",
+    severity=Severity.WARNING,
+    spec="Step 5",
+    summary='incomplete GPU work without "what works / what does not / next step"',
+    check=None,
+    check_description=check,
+)

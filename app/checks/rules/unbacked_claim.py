@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from app.checks.model import Severity
+from app.checks.rules.base import Hit, Rule
+
+if TYPE_CHECKING:
+    from app.checks.description import DescriptionContext
+
+
+def check(ctx: DescriptionContext) -> Iterator[Hit]:
+    """## What it does
+    Extracts every GPU claim of the description ("Implemented X on GPU",
+    "GPU-accelerated X", "ported X to CUDA", "added GPU support for X", "X now runs
+    on the GPU"), resolves X to the functions the diff adds or changes (LayerNorm
+    to `gpu_layer_norm`, "the f64 reductions" to `gpu_sum_f64`), and calls the
+    claim backed only when those functions have backend evidence (4a), no CPU
+    detour or fallback (4b, Step 3), no stub residue (4c) and a GPU test that
+    reaches them (4d). A claim that names nothing the diff changes is reported as
+    unverifiable.
+
+    ## Why is this bad?
+    Spec Step 5: "Never use 'implemented', 'added GPU support', 'GPU-accelerated',
+    'ported to CUDA' unless the verification in Step 4 passed." A false claim costs
+    the next person a session of re-doing work they thought was complete.
+
+    ## Example
+    ```text
+    Implemented LayerNorm on GPU.
+    ```
+
+    ```rust
+    pub fn gpu_layer_norm(x: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<CudaBuffer<f32>> {
+        let host = gpu_to_cpu(x, dev)?;
+        let mean = host.iter().sum::<f32>() / host.len() as f32;
+        cpu_to_gpu(&host.iter().map(|v| v - mean).collect::<Vec<f32>>(), dev)
+    }
+    ```
+
+    ## Use instead
+    ```text
+    Wrote a CPU reference + scaffolding for the GPU path of LayerNorm.
+    What works: the CPU reference. What does not: the kernel. Next step: write the PTX kernel.
+    ```
+
+    ```rust
+    pub fn gpu_layer_norm(x: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<CudaBuffer<f32>> {
+        let host = gpu_to_cpu(x, dev)?;
+        let mean = host.iter().sum::<f32>() / host.len() as f32;
+        cpu_to_gpu(&host.iter().map(|v| v - mean).collect::<Vec<f32>>(), dev)
+    }
+    ```
+    """
+    for claim in ctx.claims:
+        if claim.backed:
+            continue
+        if not claim.functions:
+            yield Hit(
+                claim.line,
+                f'unverifiable GPU claim "{claim.text}": {claim.missing[0]}. Name '
+                f"the function, or state what was actually done (spec Step 5).",
+            )
+            continue
+        names = ", ".join(f"`{f.fn.qualname}`" for f in claim.functions)
+        yield Hit(
+            claim.line,
+            f'unbacked GPU claim "{claim.text}" ({names}): '
+            + "; ".join(claim.missing)
+            + '. Fix the code, or use an underclaim such as "Wrote a CPU reference + scaffolding '
+            'for the GPU path" (spec Step 5).',
+        )
+
+
+RULE = Rule(
+    id="unbacked-claim",
+    severity=Severity.ERROR,
+    spec="Step 4a-4d, Step 5",
+    summary="a GPU claim in the description that the changed code does not back",
+    check=None,
+    check_description=check,
+)

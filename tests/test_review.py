@@ -1,0 +1,269 @@
+"""Holding the PR description to its diff: claims, phrasings, gap reports, the hostile
+reviewer, and `gpuproof review` on a real git checkout."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from app.checks.prose import sentences
+from app.cli import main
+from app.report.checkrun import GITHUB_TEXT_LIMIT, fit, render
+from tests.conftest import run_review
+
+KERNEL = """
+    pub fn gpu_scale(x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> {
+        let f = dev.get_func("k", "scale").ok_or(GpuError::MissingKernel)?;
+        unsafe { f.launch(LaunchConfig::for_num_elems(x.len() as u32), (x,)) }?;
+        Ok(())
+    }
+    """
+GPU_TEST = """
+    #[test]
+    fn scale_on_cuda() {
+        let dev = CudaDevice::new(0).expect("this test needs a CUDA device");
+        let x = dev.htod_copy(vec![1.0f32; 4]).unwrap();
+        gpu_scale(&x, &dev).unwrap();
+    }
+    """
+FAKE_LAYER_NORM = """
+    pub fn gpu_layer_norm(x: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<CudaBuffer<f32>> {
+        let host = gpu_to_cpu(x, dev)?;
+        let mean = host.iter().sum::<f32>() / host.len() as f32;
+        cpu_to_gpu(&host.iter().map(|v| v - mean).collect::<Vec<f32>>(), dev)
+    }
+    """
+
+
+def claims_of(body: str, files: dict[str, str]) -> list[tuple[str, bool]]:
+    return [(c.subject, c.backed) for c in run_review(files, body=body).claims]
+
+
+def test_backed_claim_needs_evidence_and_a_gpu_test() -> None:
+    untested = {"src/lib.rs": KERNEL}
+    assert claims_of("Implemented scale on the GPU.", untested) == [("scale", False)]
+    tested = {"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
+    assert claims_of("Implemented scale on the GPU.", tested) == [("scale", True)]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Implemented LayerNorm on GPU.",
+        "GPU-accelerated layer norm.",
+        "Ported layer_norm to CUDA",
+        "Added GPU support for LayerNorm.",
+        "layer norm now runs on the GPU",
+        "## Summary\n- **LayerNorm** now runs on the GPU\n",
+    ],
+)
+def test_claim_phrasings_resolve_to_the_changed_function(body: str) -> None:
+    found = run_review({"src/norm.rs": FAKE_LAYER_NORM}, body=body)
+    (claim,) = found.claims
+    assert [f.fn.name for f in claim.functions] == ["gpu_layer_norm"]
+    assert not claim.backed
+    assert any("4a" in m for m in claim.missing) and any("4d" in m for m in claim.missing)
+    assert "unbacked-claim" in {f.rule for f in found.description}
+
+
+def test_collective_subject_resolves_to_each_member() -> None:
+    files = {
+        "src/reduce.rs": KERNEL.replace("gpu_scale", "gpu_sum_f64")
+        + KERNEL.replace("gpu_scale", "gpu_max_f64")
+        + KERNEL.replace("gpu_scale", "gpu_sum_f32"),
+    }
+    (claim,) = run_review(files, body="Implemented the f64 reductions on GPU.").claims
+    assert sorted(f.fn.name for f in claim.functions) == ["gpu_max_f64", "gpu_sum_f64"]
+
+
+def test_claim_naming_nothing_changed_is_unverifiable() -> None:
+    found = run_review({"src/lib.rs": KERNEL}, body="Ported the attention block to CUDA.")
+    (claim,) = found.claims
+    assert claim.functions == [] and not claim.backed
+    (finding,) = [f for f in found.description if f.rule == "unbacked-claim"]
+    assert "unverifiable" in finding.message
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "This does not implement LayerNorm on GPU yet.",
+        "Wrote a CPU reference + scaffolding for the GPU path of LayerNorm.",
+        "Stubbed the GPU dispatch for LayerNorm and wrote a unit test that currently runs on CPU.",
+        "We will port LayerNorm to CUDA in a follow-up.",
+        "```\nImplemented LayerNorm on GPU\n```",
+        "> Implemented LayerNorm on GPU (quoting the issue)",
+    ],
+)
+def test_negations_plans_underclaims_and_quotes_are_not_claims(body: str) -> None:
+    assert claims_of(body, {"src/norm.rs": FAKE_LAYER_NORM}) == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Softmax works on GPU when available, CPU otherwise.",
+        "softmax: uses the GPU if it is available and the host otherwise",
+        "On error it **falls back to the CPU**.",
+        "Best-effort CUDA support for softmax.",
+        "Adds a graceful CPU fallback.",
+        "If CUDA is unavailable we simply run on the host.",
+        "It degrades gracefully to the CPU.",
+    ],
+)
+def test_forbidden_phrasings_are_flagged(body: str) -> None:
+    found = run_review({"src/lib.rs": KERNEL}, body=body).description
+    assert [f.rule for f in found] == ["forbidden-phrasing"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Removed silent CPU fallback in softmax; now returns Err(GpuError::PtxCompileFailed).",
+        "Softmax no longer falls back to the CPU.",
+        "Implemented softmax on GPU; opt-in CPU fallback gated by FERROTORCH_ENABLE_GPU_FALLBACK, "
+        "logs tracing::warn! per fallback.",
+        "```rust\n// falls back to the CPU\n```",
+        "> the old code fell back to the CPU",
+        "Instead of falling back to the CPU, it returns an error.",
+    ],
+)
+def test_negations_allowed_vocabulary_code_and_quotes_are_not_flagged(body: str) -> None:
+    found = run_review({"src/lib.rs": KERNEL}, body=body).description
+    assert [f.rule for f in found if f.rule == "forbidden-phrasing"] == []
+
+
+def test_gap_report_required_for_incomplete_work() -> None:
+    stub = """
+        pub fn gpu_cumsum(x: &CudaSlice<f32>) -> Result<CudaSlice<f32>, GpuError> {
+            Err(GpuError::Unsupported { op: "cumsum", device: "cuda" })
+        }
+        """
+    silent = run_review({"src/scan.rs": stub}, body="Add the cumsum op.").description
+    assert [f.rule for f in silent] == ["missing-gap-report"]
+    assert 'structured "unsupported" error' in silent[0].message
+    reported = run_review(
+        {"src/scan.rs": stub},
+        body="Add cumsum.\n\n## What works\nThe API.\n## What does not work yet\nCUDA tensors.\n"
+        "## Next step\nA scan kernel.",
+    ).description
+    assert reported == []
+
+
+def test_hostile_reviewer_answers_from_the_code_and_marks_the_unanswered() -> None:
+    found = run_review({"src/lib.rs": KERNEL + FAKE_LAYER_NORM, "tests/gpu.rs": GPU_TEST}, body="")
+    answers = {a.function.fn.name: a for a in found.answers}
+    scale = answers["gpu_scale"]
+    assert "launch(" in scale.kernel_launch and "src/lib.rs:4" in scale.kernel_launch
+    assert "scale_on_cuda" in scale.gpu_test and "tests/gpu.rs" in scale.gpu_test
+    assert "htod_copy" in scale.device_memory
+    assert scale.without_gpu.startswith("no:")
+    norm = answers["gpu_layer_norm"]
+    assert norm.kernel_launch == "" and norm.gpu_test == ""
+    summary = render(found)["checks"][1]["summary"]
+    assert "The hostile reviewer (spec 4e)" in summary and "**unanswered**" in summary
+
+
+def test_disabled_test_is_said_to_pass_without_a_gpu() -> None:
+    skipping = GPU_TEST.replace(
+        'let dev = CudaDevice::new(0).expect("this test needs a CUDA device");',
+        "let Ok(dev) = CudaDevice::new(0) else { return; };",
+    )
+    found = run_review({"src/lib.rs": KERNEL, "tests/gpu.rs": skipping}, body="")
+    (answers,) = found.answers
+    assert answers.without_gpu.startswith("yes, and then it tests nothing")
+
+
+def test_sentences_drop_code_quotes_comments_and_keep_lines() -> None:
+    body = "First line.\n\n```\ncode here\n```\n> quoted\n<!-- hidden -->\n- bullet `inline` item\n"
+    said = sentences("The title", body)
+    assert [(s.text, s.line) for s in said] == [("The title", 0), ("First line.", 1), ("bullet item", 8)]
+
+
+def test_summary_is_cut_to_githubs_limit_with_a_note() -> None:
+    text = "\n".join(f"| row {i} | " + "x" * 80 + " |" for i in range(2000))
+    cut = fit(text)
+    assert len(cut) <= GITHUB_TEXT_LIMIT
+    assert cut.endswith("for the full report.") and "truncated" in cut
+
+
+def git(root: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    done = subprocess.run(
+        ["git", "-C", str(root), *args], check=True, capture_output=True, env=env, text=True
+    )
+    return done.stdout.strip()
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+
+
+def test_review_command_on_a_checkout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path, "src/lib.rs", KERNEL)
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "base")
+    base = git(tmp_path, "rev-parse", "HEAD")
+    # The head tries to switch off the check; the config is read from the base.
+    write(tmp_path, ".github/gpuproof.yml", 'severities:\n  fake-gpu-function: "off"\n')
+    write(tmp_path, "src/lib.rs", textwrap.dedent(KERNEL) + textwrap.dedent(FAKE_LAYER_NORM))
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "Implemented LayerNorm on GPU", "-m", "Falls back to the CPU on error.")
+    git(tmp_path, "checkout", "-q", base)  # the working tree is not what is reviewed
+
+    code = main(
+        [
+            "review",
+            "--root",
+            str(tmp_path),
+            "--base",
+            base,
+            "--head",
+            "main" if git(tmp_path, "branch", "--list", "main") else "master",
+            "--format",
+            "json",
+        ]
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1
+    checks = {c["name"]: c for c in out["checks"]}
+    assert set(checks) == {"gpuproof / code", "gpuproof / description"}
+    code_check = checks["gpuproof / code"]
+    assert code_check["conclusion"] == "failure"
+    assert [a["title"] for a in code_check["annotations"]] == ["fake-gpu-function"]
+    description = checks["gpuproof / description"]
+    assert description["conclusion"] == "failure"
+    assert [c["subject"] for c in out["claims"]] == ["LayerNorm"]
+    assert [p["text"] for p in out["phrasings"]] == ["Falls back to the CPU"]
+    (comment,) = out["comments"]
+    assert (comment["path"], comment["rule"]) == ("src/lib.rs", "fake-gpu-function")
+    assert comment["line"] == 8  # the fn line of gpu_layer_norm, which the diff added
+    assert "<!-- gpuproof:finding " in comment["body"]
+
+
+def test_review_body_file_and_bad_revision(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path, "src/lib.rs", KERNEL)
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "base")
+    write(tmp_path, "tests/gpu.rs", GPU_TEST)
+    body = tmp_path / "body.md"
+    body.write_text("Adds a GPU test for scale.\n")
+    assert main(["review", "--root", str(tmp_path), "--base", "HEAD", "--body", str(body)]) == 0
+    assert "gpuproof / description: success" in capsys.readouterr().out
+    assert main(["review", "--root", str(tmp_path), "--base", "no-such-rev"]) == 2
+    assert "git rev-parse" in capsys.readouterr().err
