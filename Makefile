@@ -4,8 +4,10 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 WORKSPACE ?= .
+REPO ?= .
+BASE ?= HEAD~1
 
-.PHONY: install test lint check docs
+.PHONY: install test lint check review docs
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +26,10 @@ test: lint
 
 check: install
 	$(BIN)/gpuproof check $(WORKSPACE)
+
+# What the App would post for a branch of a local checkout (HEAD and BODY optional).
+review: install
+	$(BIN)/gpuproof review --root $(REPO) --base $(BASE) $(if $(HEAD),--head $(HEAD)) $(if $(BODY),--body $(BODY))
 
 docs: install
 	$(BIN)/gpuproof docs > docs/rules.md
