@@ -15,7 +15,10 @@ import re
 from app.checks.model import Function
 
 _GPU_WORDS = r"gpu|cuda|cudnn|cublas|cublaslt|cubecl|wgpu|ptx|metal|mps|xpu|rocm|hip|vulkan|nccl"
-GPU_NAME = re.compile(rf"(?:^|_)(?:{_GPU_WORDS})(?:_|$|\d)|^launch_|_launch$", re.I)
+# In a function name, `ptx` is usually host code handling kernel text (generate_ptx),
+# and a `*_launch` suffix names SIMD routines in CPU backends too.
+_GPU_NAME_WORDS = r"gpu|cuda|cudnn|cublas|cublaslt|cubecl|wgpu|metal|mps|xpu|rocm|hip|vulkan|nccl"
+GPU_NAME = re.compile(rf"(?:^|_)(?:{_GPU_NAME_WORDS})(?:_|$|\d)|^launch_", re.I)
 GPU_TYPE_NAME = re.compile(rf"(?:{_GPU_WORDS})", re.I)
 GPU_PATH = re.compile(
     r"(?:^|[/_-])(?:gpu|cuda|cubecl|wgpu|kernels?|metal|mps|xpu|rocm|vulkan|cudnn|cublas)(?:$|[/_.-])",

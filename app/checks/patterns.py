@@ -321,7 +321,8 @@ def fallback_sites(ws: Workspace, item: IndexedFunction) -> list[FallbackSite]:
                     cond,
                     branch.then_end,
                 )
-        elif _AVAILABILITY.search(cond) and branch.else_start >= 0 and not cond.startswith("!"):
+        elif gpu_fn and _AVAILABILITY.search(cond) and branch.else_start >= 0 and not cond.startswith("!"):
+            # Only in GPU code: elsewhere this is the caller's capability check the spec allows.
             consider(
                 f"the `else` of `if {cond[:60]}`", branch.else_start, branch.else_end, cond, branch.else_start
             )

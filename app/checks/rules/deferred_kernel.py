@@ -50,7 +50,11 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
             what = f"`panic!{macro.args[:60]}`"
         else:
             continue
-        in_cuda_arm = any(a.body_start <= macro.offset < a.end for a in cuda_arms)
+        holding = [a for a in fn.arms if a.body_start <= macro.offset < a.end]
+        innermost = max(holding, key=lambda a: a.body_start) if holding else None
+        in_cuda_arm = innermost is not None and innermost in cuda_arms
+        if macro.name == "panic" and any(gpu_code.KERNEL_ATTR.search(a) for a in fn.attrs):
+            continue  # a panic in #[cube] code fires at kernel expansion, not on the user's data
         # A helper that merely lives in a GPU crate (an enum mapping, say) is no kernel.
         gpu_op = item.claim or (item.gpu_location and item.evidence) or in_cuda_arm
         if not gpu_op or cpu_only(item, macro.offset):

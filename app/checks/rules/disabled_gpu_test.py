@@ -10,9 +10,12 @@ from app.checks.rules.base import Hit, Rule, function_name
 from app.checks.workspace import IndexedFunction, Workspace
 
 _SKIP_CONDITION = re.compile(
-    r"env::var|is_err\(\)|is_none\(\)|available|device_count|cuda|gpu|Cuda|Gpu|!.*is_ok\(\)", re.I
+    r"env::var|is_err\(\)|is_none\(\)|available|device_count|cuda|gpu|runtime|backend|client"
+    r"|Device::|::new\(\s*0?\s*\)|!.*is_ok\(\)",
+    re.I,
 )
 _ASSERT = re.compile(r"assert")
+_METHOD_ON_LOCAL = re.compile(r"\s*&?\s*[a-z_]\w*\s*\.\s*\w+")
 
 
 def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
@@ -67,7 +70,11 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
         yield Hit(fn.fn_line, f"GPU test {function_name(item)} has an empty body: it cannot fail.")
         return
     for region in fn.regions:
-        if region.kind == "let-else" and has_return(item, region.start, region.end):
+        if (
+            region.kind == "let-else"
+            and _skips_on_setup(region.head)
+            and has_return(item, region.start, region.end)
+        ):
             yield Hit(fn.line_of(region.start), _early_exit(item, f"`{region.head[:70]}`"))
             return
     for arm in fn.arms:
@@ -95,6 +102,15 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
                 _early_exit(item, f"`if {branch.condition.strip()[:60]} {{ return }}`"),
             )
             return
+
+
+def _skips_on_setup(let_statement: str) -> bool:
+    """`let Some(dev) = cuda_device() else { return }` skips the test when the GPU (or
+    its setup) is missing. A method on a value the test already holds
+    (`device.residency_set()`) is an optional feature of a device it has."""
+    value = let_statement.partition("=")[2]
+    optional_feature = _METHOD_ON_LOCAL.match(value) and not _SKIP_CONDITION.search(value)
+    return not optional_feature
 
 
 def _early_exit(item: IndexedFunction, how: str) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from app.checks.model import Severity
-from app.checks.patterns import cpu_work
+from app.checks.patterns import cpu_work, returns_host_data
 from app.checks.rules.base import Hit, Rule, error_type, function_name
 from app.checks.workspace import IndexedFunction, Workspace
 
@@ -49,6 +49,8 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
         return  # cfg-gated-stub covers items whose only claim is the feature gate
     host = cpu_work(ws, item, 0, len(fn.text))
     loops = [s for s in fn.signals if s.kind == "host_loop"]
+    if host.startswith("moves data") and not loops and returns_host_data(item):
+        return  # an accessor that hands device data to the caller: reading back is its job
     if not host and loops and item.claim.startswith("its name"):
         # A GPU name is an explicit claim; a signature type alone is not (view and
         # metadata helpers loop over shapes on the host, legitimately).

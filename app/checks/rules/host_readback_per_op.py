@@ -68,8 +68,8 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
             f"{function_name(item)} reads back with `{signal.text.strip()}` (line "
             f"{fn.line_of(signal.offset)}), works on the host, and uploads again with "
             f"`{upload.text.strip()}` (line {fn.line_of(upload.offset)}): every call "
-            f"round-trips through host memory. Keep the data on the device (finish the "
-            f"reduction in a kernel).",
+            f"round-trips through host memory. Keep the data on the device: do the "
+            f"host step in a kernel.",
         )
         return
 
