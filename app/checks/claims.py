@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from app.checks.engine import HOST_DETOUR_RULES
 from app.checks.gpu_tests import gpu_test_reach, is_gpu_test
 from app.checks.model import Finding
 from app.checks.prose import Sentence, names_subject, subject_words
@@ -42,21 +43,7 @@ _NOT_A_CLAIM = re.compile(
     r"|pre-flight|instead of|rather than|removed?|revert(?:ed|s)?|drop(?:ped|s)?)\b",
     re.I,
 )
-_DETOUR_RULES = frozenset(
-    {
-        "fake-gpu-function",
-        "cfg-gated-stub",
-        "reference-punt",
-        "cpu-dispatch-arm",
-        "autograd-cpu-detour",
-        "host-readback-per-op",
-        "shape-bypass",
-        "silent-fallback",
-        "eprintln-fallback",
-        "fallback-without-warn",
-        "cpu-detour",
-    }
-)
+_DETOUR_RULES = HOST_DETOUR_RULES | {"cpu-detour"}
 _STUB_RULES = frozenset({"deferred-kernel", "stub-residue"})
 
 

@@ -13,9 +13,10 @@ from app.checks.rules import BY_ID, RULES, SUPPRESSION_RULE
 from app.checks.workspace import IndexedFunction, SourceFile, Workspace
 from app.config import RepoConfig
 
-# When one of these flags a function, its readbacks are explained; cpu-detour is the
+# Rules that report code running on the host where the GPU was promised (4b, Step 3).
+# When one of them flags a function its readbacks are explained: cpu-detour is the
 # catch-all for readbacks nothing more specific covers.
-_DETOUR_RULES = frozenset(
+HOST_DETOUR_RULES = frozenset(
     {
         "fake-gpu-function",
         "cfg-gated-stub",
@@ -108,7 +109,7 @@ def _check_function(
     for rule in RULES:
         if rule.check is None or (rule.needs_diff and not diff_mode):
             continue
-        if rule.id == "cpu-detour" and fired & _DETOUR_RULES:
+        if rule.id == "cpu-detour" and fired & HOST_DETOUR_RULES:
             continue
         severity = severities[rule.id]
         if severity is None:
