@@ -267,3 +267,42 @@ def test_review_body_file_and_bad_revision(tmp_path: Path, capsys: pytest.Captur
     assert "gpuproof / description: success" in capsys.readouterr().out
     assert main(["review", "--root", str(tmp_path), "--base", "no-such-rev"]) == 2
     assert "git rev-parse" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("title", "body", "subjects"),
+    [
+        ("elementwise kernels", "GPU kernels:\n\n- `gpu_scale`\n", ["gpu_scale"]),
+        ("feat(gpu): CUDA kernel for scale", "", ["scale"]),
+        ("scale", "The scale op has been ported over to CUDA.", ["scale"]),
+        ("scale on GPU", "", ["scale"]),  # a soft shape, kept because it resolves
+        ("attention on GPU", "", []),  # a soft shape that names nothing changed: dropped
+        ("", "Moved the GPU tensors to the CPU before reading them.", []),
+    ],
+)
+def test_claim_shapes(title: str, body: str, subjects: list[str]) -> None:
+    found = run_review({"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST}, body=body, title=title)
+    assert [c.subject for c in found.claims] == subjects
+
+
+def test_claim_about_two_ops_is_two_claims() -> None:
+    files = {"src/act.rs": KERNEL.replace("gpu_scale", "gpu_gelu") + KERNEL.replace("gpu_scale", "gpu_silu")}
+    claims = run_review(files, body="Implemented GELU and SiLU on the GPU.").claims
+    assert [(c.subject, [f.fn.name for f in c.functions]) for c in claims] == [
+        ("GELU", ["gpu_gelu"]),
+        ("SiLU", ["gpu_silu"]),
+    ]
+
+
+def test_inline_host_computation_in_an_error_arm_is_a_silent_fallback() -> None:
+    code = """
+        pub fn gpu_square(input: &[f32]) -> Result<Vec<f32>, GpuError> {
+            let ctx = match CudaContext::new(0) {
+                Ok(ctx) => ctx,
+                Err(_) => return Ok(input.iter().map(|x| x * x).collect()),
+            };
+            launch_square(&ctx, input)
+        }
+        """
+    found = run_review({"src/lib.rs": code}, body="").code.findings
+    assert "silent-fallback" in {f.rule for f in found}

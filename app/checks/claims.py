@@ -16,34 +16,83 @@ from app.checks.workspace import IndexedFunction, Workspace
 
 _DONE = (
     r"(?:implemented|implements|implement|added|adds|wrote|writes|landed|lands|introduced|introduces"
-    r"|ported|ports|moved|moves|brought|brings|enabled|enables|built|builds|shipped|ships|now does)"
+    r"|ported|ports|moved|moves|brought|brings|enabled|enables|built|builds|shipped|ships|now does"
+    r"|routes|routed|dispatches|dispatched|wired|wires)"
 )
 _TARGET = r"(?:the\s+)?(?:gpu|gpus|cuda|device|wgpu|cubecl|metal|accelerator)\b"
 _X = r"(?P<x>[\w<>\-/+.,()' ]{2,80}?)"
+_END = r"(?=\s*(?:[.;:!,]|$|\s+(?:with|using|via|and|so|which|that|—|-|\(|for|on|in)\b))"
+_GPU_ADJ = r"(?:gpu|cuda)[- ]accelerated"
+_RESIDENT_ADJ = r"(?:gpu|cuda)[- ](?:native|resident|aware)|device[- ]resident"
+_PREFIX = r"^(?:\w+(?:\([\w,\s-]*\))?:\s*)?"  # a conventional-commit "feat(gpu): "
+# Claims that say outright that the work is done on the GPU. Unresolvable ones are
+# reported as unverifiable.
 CLAIM_PATTERNS = tuple(
     re.compile(p, re.I)
     for p in (
-        rf"\b{_DONE}\s+(?:a\s+|an\s+)?(?:gpu|cuda|cubecl|wgpu|ptx|device)[- ](?:side\s+)?"
-        rf"(?:support|kernels?|path|implementation|version|backend|forward|backward|port)s?\s+(?:for|of)\s+{_X}"
-        r"(?=\s*(?:[.;:!]|$|\s+(?:with|using|via|and|so|which|that|—|-|\()))",
-        rf"\b{_DONE}\s+{_X}\s+(?:on|for|to|in)\s+{_TARGET}",
-        rf"\b(?:gpu|cuda)[- ]accelerated\s+{_X}(?=\s*(?:[.;:!,]|$|\s+(?:with|using|via|and|for)))",
-        rf"\b{_X}\s+(?:is|are)\s+(?:now\s+)?(?:fully\s+)?(?:gpu|cuda)[- ]accelerated",
+        rf"\b{_DONE}\s+(?:a\s+|an\s+|the\s+)?(?:native\s+)?(?:gpu|cuda|cubecl|wgpu|ptx|device)[- ]"
+        rf"(?:side\s+)?(?:support|kernels?|path|implementation|version|backend|forward|backward|port)s?"
+        rf"\s+(?:for|of)\s+{_X}{_END}",
+        rf"\b{_X}\s+(?:has|have)\s+been\s+(?:ported|moved|implemented)\s+(?:over\s+)?(?:on|to|onto|in)\s+{_TARGET}",
+        rf"\b{_DONE}\s+(?:over\s+)?{_X}\s+(?:over\s+)?(?:on|for|to|in|onto|into)\s+{_TARGET}",
+        rf"\b(?:{_GPU_ADJ})\s+{_X}{_END}",
+        rf"\b{_X}\s+(?:is|are)\s+(?:now\s+)?(?:fully\s+)?(?:{_GPU_ADJ})\b",
+        rf"{_PREFIX}{_X}\s+(?:now\s+)?(?:{_GPU_ADJ})\b",
         rf"\b{_X}\s+(?:now\s+)?(?:runs|run|executes|execute|is computed|are computed|lives|live)"
         rf"\s+(?:entirely\s+|fully\s+|natively\s+)?on\s+{_TARGET}",
-        rf"\b(?:gpu|cuda|cubecl|wgpu|ptx)\s+(?:forward\s+|backward\s+)?(?:kernels?|path|implementation)\s+for\s+{_X}"
-        r"(?=\s*(?:[.;:!,]|$|\s+(?:with|using|via|and)))",
-        rf"^(?:\w+(?:\([\w,\s-]*\))?:\s*)?{_X}\s+(?:cuda|gpu)\s+(?:forward\s+|backward\s+)?(?:kernel|path)s?\b",
+        rf"\b(?:native\s+)?(?:gpu|cuda|cubecl|wgpu|ptx)\s+(?:forward\s+|backward\s+)?(?:kernels?|path|implementation)"
+        rf"\s+for\s+{_X}{_END}",
+        rf"\b(?:gpu|cuda)\s+(?P<dir>forward|backward)\s+for\s+{_X}{_END}",
+        rf"\bnative\s+(?:ptx|cuda|gpu)\s+{_X}{_END}",
+        rf"\b{_X}\s+via\s+(?:cublas|cublaslt|cufft|cusolver|cudnn|nccl|cusparse|curand)\w*",
+        rf"\b{_DONE}\s+(?:a\s+|an\s+|the\s+)?(?:gpu|cuda)\s+{_X}{_END}",
+        rf"\b{_X}\s+supports?\s+[^.;]{{0,30}}\bon\s+{_TARGET}",
+        rf"^{_X}\s*:\s*(?:a\s+|an\s+)?(?:new\s+)?(?:ptx|cuda|gpu)\s+kernel",
+        rf"\b{_DONE}\s+(?P<x2>(?:gpu|cuda)_\w+)",
     )
+)
+# Weaker shapes, trusted only when they resolve to a changed function: a title or a
+# heading that names a thing "for CUDA" / "on GPU", or just "GPU <thing>".
+SOFT_CLAIM_PATTERNS = tuple(
+    re.compile(p, re.I)
+    for p in (
+        rf"{_PREFIX}{_X}\s+(?:for|on)\s+{_TARGET}(?:\s+(?:inputs?|tensors?|devices?))?\s*$",
+        rf"{_PREFIX}(?:gpu|cuda)\s+{_X}\s*$",
+        rf"\b{_X}\s*,?\s+on\s+{_TARGET}\s*[.!]?\s*$",
+        rf"\b{_X}\s+(?:uses|use)\s+(?:the\s+)?(?:gpu|cuda)\b",
+        rf"{_PREFIX}(?:native\s+)?(?:gpu|cuda|ptx)\s+{_X}\s+(?:kernels?|path|(?P<dir2>backward|forward))\b",
+        rf"{_PREFIX}{_X}\s+(?:cuda|gpu|ptx)\s+(?:forward\s+|backward\s+)?(?:kernel|path)s?\b",
+        rf"\b(?:{_RESIDENT_ADJ})\s+{_X}{_END}",
+        rf"\b{_X}\s+(?:is|are)\s+(?:now\s+)?(?:fully\s+)?(?:{_RESIDENT_ADJ})\b",
+        rf"{_PREFIX}{_X}\s+(?:now\s+)?(?:{_RESIDENT_ADJ}|on[- ]device)\b",
+    )
+)
+# "GPU kernels:" followed by a list: each item is a claim.
+_LIST_HEAD = re.compile(
+    r"^(?:new\s+)?(?:gpu|cuda|ptx|native)\s+(?:kernels?|ops?|support|paths?)\s*(?:for)?\s*:\s*$", re.I
 )
 # What turns a sentence into a negation, a plan or one of the spec's underclaims.
 _NOT_A_CLAIM = re.compile(
     r"\b(?:not|no|never|without|cannot|can't|doesn't|don't|isn't|aren't|won't|yet to|todo|planned"
     r"|plan to|will|would|should|could|might|future|follow[- ]?up|scaffolding|stub|stubbed|reference"
-    r"|pre-flight|instead of|rather than|removed?|revert(?:ed|s)?|drop(?:ped|s)?)\b",
+    r"|pre-flight|instead of|rather than|removed?|revert(?:ed|s)?|drop(?:ped|s)?|pytorch|torch)\b",
+    re.I,
+)
+_HOST = re.compile(r"\b(?:cpu|host)\b", re.I)  # "moved GPU tensors to CPU" claims nothing for the GPU
+_NOT_A_SUBJECT = re.compile(
+    r"\s*(?:\d|in\b|on\b|for\b|when\b|via\b|to\b|at\b|is\b|are\b|over\b|by\b|with\b|from\b|as\b"
+    r"|this\b|that\b|it\b|result|tensor\b|output|input|data\b|end-to-end|next\b|done\b|todo\b|tests?\b"
+    r"|changes?\b|summary\b|notes?\b|status\b|rs\b|add(?:s|ed)?\b|implement\w*|port(?:s|ed)?\b|wire\w*|new\b)",
+    re.I,
+)
+# Words around the subject that are not part of its name.
+_SUBJECT_NOISE = re.compile(
+    r"\([^)]*\)|<[^>]*>|\b(?:the|a|an|fused|native|new|all|both|full|fully|its|our|existing|"
+    r"kernels?|ops?|paths?|support|implementation|version|forward|dispatch|now|too|also)\b",
     re.I,
 )
 _DETOUR_RULES = HOST_DETOUR_RULES | {"cpu-detour"}
+_BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
 _STUB_RULES = frozenset({"deferred-kernel", "stub-residue"})
 
 
@@ -54,6 +103,7 @@ class Claim:
     line: int
     functions: list[IndexedFunction] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    soft: bool = False  # a weak shape: dropped when it resolves to nothing
 
     @property
     def backed(self) -> bool:
@@ -72,31 +122,67 @@ class Claim:
 
 def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
     claims: list[Claim] = []
+    listing = False  # inside the list that follows a "GPU kernels:" line
     for sentence in sentences:
-        for clause in re.split(
-            r"\s*(?:;|\s\+\s|,\s+and\s+|\s+and\s+(?=(?:added|implemented|ported)))\s*", sentence.text
-        ):
-            for pattern in CLAIM_PATTERNS:
-                found = pattern.search(clause)
-                if not found:
-                    continue
-                if _NOT_A_CLAIM.search(clause[: found.end()]):
-                    break
-                subject = found.group("x").strip(" ,.-")
-                if subject_words(subject):
-                    claims.append(Claim(clause, subject, sentence.line))
-                break
+        text = sentence.with_code or sentence.text
+        if listing and sentence.bullet:
+            claims.extend(Claim(text, subject, sentence.line) for subject in _subjects(text))
+            continue
+        listing = bool(_LIST_HEAD.match(text))
+        for clause in re.split(r"\s*(?:;|\s\+\s|\s+and\s+(?=(?:added|implemented|ported|moved)))\s*", text):
+            claims.extend(_clause_claims(clause, sentence.line))
     return claims
+
+
+def _clause_claims(clause: str, line: int) -> list[Claim]:
+    for soft, patterns in ((False, CLAIM_PATTERNS), (True, SOFT_CLAIM_PATTERNS)):
+        for pattern in patterns:
+            found = pattern.search(clause)
+            if not found:
+                continue
+            if _NOT_A_CLAIM.search(clause[: found.end()]) or _HOST.search(found.group()):
+                return []
+            groups = found.groupdict()
+            phrase = groups.get("x") or groups.get("x2") or ""
+            direction = groups.get("dir") or groups.get("dir2") or ""
+            subjects = _subjects(phrase)
+            if direction and subjects:
+                subjects = [f"{s} {direction}" for s in subjects]
+            return [Claim(clause, subject, line, soft=soft) for subject in subjects]
+    return []
+
+
+def _subjects(phrase: str) -> list[str]:
+    """The things a claim names: "GELU and SiLU" is two, "(inference)" and "the fused"
+    are noise. A phrase that starts with a preposition or a number names nothing."""
+    if _NOT_A_SUBJECT.match(phrase):
+        return []
+    cleaned = _SUBJECT_NOISE.sub(" ", phrase)
+    parts = re.split(r"\s*(?:,|/|\band\b|&|\+)\s*", cleaned)
+    return [
+        " ".join(p.split()).strip(" .-:") for p in parts if subject_words(p) and not _NOT_A_SUBJECT.match(p)
+    ]
 
 
 def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings: list[Finding]) -> None:
     """Resolve the claim to the functions the diff changes and say what evidence is
     missing (empty when the claim is backed)."""
     subject = subject_words(claim.subject)
-    named = [f for f in changed if names_subject(f.fn.qualname, subject)]
-    gpu_named = [f for f in named if f.claim or f.evidence]
-    claim.functions = gpu_named or named
+    about_backward = any(w in ("backward", "grad", "gradient", "vjp") for w in subject)
+    named = [
+        f
+        for f in changed
+        if names_subject(f.fn.qualname, subject)
+        and not f.cpu_build
+        and (about_backward or not _BACKWARD_NAME.search(f.fn.qualname))
+    ]
+    # The functions that do the GPU work stand for the claim; a trait's default method
+    # that returns "not implemented" is not the implementation being claimed.
+    with_evidence = [f for f in named if f.evidence]
+    claim.functions = with_evidence or [f for f in named if f.claim] or named
     if not claim.functions:
+        if claim.soft:
+            return  # a weak shape that names nothing changed: not taken as a claim
         claim.missing = [
             f"no function the diff adds or changes matches `{claim.subject}`: the claim cannot be verified"
         ]

@@ -29,4 +29,5 @@ def description_context(
     ctx = DescriptionContext(ws, title, body, said, changed, findings, extract_claims(said))
     for claim in ctx.claims:
         judge(ws, claim, changed, findings)
+    ctx.claims = [c for c in ctx.claims if c.functions or not c.soft]
     return ctx

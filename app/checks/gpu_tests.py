@@ -26,10 +26,14 @@ def is_gpu_test(item: IndexedFunction) -> bool:
 
 
 def gpu_test_reach(ws: Workspace) -> set[int]:
-    """``id()`` of every function some GPU test reaches through calls."""
+    """``id()`` of every function some enabled GPU test reaches through calls."""
     reach = _REACH.get(ws)
     if reach is None:
-        roots = [f for f in ws.functions if is_gpu_test(f)]
+        # Imported here: the rule itself asks is_gpu_test.
+        from app.checks.rules.disabled_gpu_test import check as disabled
+
+        # A disabled test (ignored, or returning early without a GPU) reaches nothing on the GPU.
+        roots = [f for f in ws.functions if is_gpu_test(f) and not any(disabled(ws, f))]
         reach = {id(ws.functions[i]) for i in ws.reached_from(roots)}
         _REACH[ws] = reach
     return reach

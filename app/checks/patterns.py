@@ -250,6 +250,16 @@ def block_end(item: IndexedFunction, offset: int) -> int:
     return end
 
 
+def _host_result(item: IndexedFunction, start: int, end: int) -> str:
+    """A failure handler that computes the result itself in a host loop
+    (`Err(_) => return Ok(input.iter().map(f).collect())`)."""
+    fn = item.fn
+    loops = [s for s in fn.signals if s.kind == "host_loop" and start <= s.offset < end]
+    if loops and not returns_error(item, start, end):
+        return f"computes the result on the host (line {fn.line_of(loops[0].offset)})"
+    return ""
+
+
 @dataclass(frozen=True, slots=True)
 class FallbackSite:
     """A place where the code continues on the CPU after the GPU path failed or
@@ -275,6 +285,8 @@ def fallback_sites(ws: Workspace, item: IndexedFunction) -> list[FallbackSite]:
         if not (gpu_fn or _GPU_ATTEMPT.search(guard)):
             return
         cpu = cpu_work(ws, item, start, end)
+        if not cpu and kind.startswith("the `Err") and _GPU_ATTEMPT.search(guard):
+            cpu = _host_result(item, start, end)
         if not cpu or cpu_only(item, start):
             return
         if cpu.startswith("moves data to the host") and returns_host_data(item):

@@ -11,7 +11,8 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-_EMPHASIS = re.compile(r"(\*\*|__|\*|_|~~)(?=\S)(.+?)(?<=\S)\1")
+# `_` emphasises only at word edges: `index_select_dim` keeps its underscores.
+_EMPHASIS = re.compile(r"(\*\*|\*|~~|(?<!\w)__|(?<!\w)_)(?=\S)(.+?)(?<=\S)\1(?!\w)")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 _HEADING = re.compile(r"^\s*#{1,6}\s*")
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9`\"'(])")
@@ -19,23 +20,30 @@ _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9`\"'(])")
 
 @dataclass(frozen=True, slots=True)
 class Sentence:
-    text: str  # plain text, single-spaced
+    text: str  # plain text, single-spaced, inline code removed
     line: int  # 1-based line of the description where it starts (the title is line 0)
+    with_code: str = ""  # the same with inline code kept as words (names of functions)
+    bullet: bool = False  # an item of a list
 
 
 def sentences(title: str, body: str) -> list[Sentence]:
-    """The author's own sentences: code blocks, inline code, quotes and HTML comments
-    dropped; one entry per sentence (a heading or a bullet is a sentence too)."""
-    out = [Sentence(_plain(title), 0)] if title.strip() else []
+    """The author's own sentences: code blocks, quotes and HTML comments dropped; one
+    entry per sentence (a heading or a bullet item is a sentence of its own)."""
+    out = [Sentence(_plain(title), 0, _plain(title, keep_code=True))] if title.strip() else []
     body = _HTML_COMMENT.sub(lambda m: "\n" * m.group().count("\n"), body)
     in_fence = False
     paragraph: list[str] = []
     start = 0
+    bullet = False
 
     def flush() -> None:
         if paragraph:
-            text = _plain(" ".join(paragraph))
-            out.extend(Sentence(part, start) for part in _SENTENCE_END.split(text) if part.strip())
+            joined = " ".join(paragraph)
+            texts = _SENTENCE_END.split(_plain(joined))
+            coded = _SENTENCE_END.split(_plain(joined, keep_code=True))
+            if len(texts) != len(coded):  # inline code changed the split: keep whole
+                texts, coded = [" ".join(texts)], [" ".join(coded)]
+            out.extend(Sentence(t, start, c, bullet) for t, c in zip(texts, coded, strict=True) if c.strip())
             paragraph.clear()
 
     for number, raw in enumerate(body.splitlines(), start=1):
@@ -46,18 +54,22 @@ def sentences(title: str, body: str) -> list[Sentence]:
         if in_fence or raw.lstrip().startswith(">"):
             flush()
             continue
-        if not raw.strip() or _BULLET.match(raw) or _HEADING.match(raw):
+        heading = _HEADING.match(raw) is not None
+        if not raw.strip() or _BULLET.match(raw) or heading:
             flush()
         if raw.strip():
             if not paragraph:
                 start = number
+                bullet = _BULLET.match(raw) is not None
             paragraph.append(_HEADING.sub("", _BULLET.sub("", raw)))
+        if heading:
+            flush()  # a heading is a sentence of its own
     flush()
-    return [s for s in out if s.text]
+    return [s for s in out if s.with_code]
 
 
-def _plain(text: str) -> str:
-    text = _INLINE_CODE.sub(" ", text)
+def _plain(text: str, keep_code: bool = False) -> str:
+    text = _INLINE_CODE.sub((lambda m: m.group()[1:-1]) if keep_code else " ", text)
     text = _LINK.sub(r"\1", text)
     for _ in range(2):  # nested emphasis
         text = _EMPHASIS.sub(r"\2", text)
@@ -70,7 +82,7 @@ STOP_WORDS = frozenset(
     that these those now all new op ops operation operations kernel kernels function functions fn
     path paths support supported gpu gpus cuda device devices implementation implementations
     implement implemented version variant variants via using use uses our my their some both each
-    forward pass""".split()
+    forward pass resident native aware accelerated side""".split()
 )
 # A collective noun in a claim stands for any of these function-name words.
 ALTERNATIVES = {
@@ -120,8 +132,10 @@ def names_subject(name: str, subject: list[str]) -> bool:
         return False
     stems = {_stem(w) for w in words(name)}
     joined = name.lower().replace("_", "")
+    if len("".join(subject)) >= 3 and "".join(subject) in joined:
+        return True  # RMSNorm -> rms_norm, SiLU -> gpu_silu
     for word in subject:
-        if word in stems or (len(word) >= 4 and word in joined):
+        if word in stems or (len(word) >= 3 and word in joined):
             continue
         if any(_stem(a) in stems for a in ALTERNATIVES.get(word, ())):
             continue

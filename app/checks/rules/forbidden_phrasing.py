@@ -27,12 +27,22 @@ FORBIDDEN = tuple(
         rf"\bdegrad\w*\s+(?:gracefully\s+)?to\s+{_CPU}\b",
         rf"\b(?:if|when)\s+(?:cuda|{_GPU}|a\s+gpu)\s+(?:is\s+)?(?:not\s+available|unavailable|missing|absent|"
         rf"not\s+present)\b[^.;]{{0,50}}?\b{_CPU}\b",
+        r"\bcpu\s+fall-?backs?\b",
+        rf"\bfalls?\s+through\s+to\s+(?:the\s+)?(?:existing\s+)?{_CPU}",
+        rf"\b(?:run|runs|do|does|compute|computes|execute|executes)\s+(?:it|them)?\s*on\s+{_CPU}\s+instead\b",
+        rf"\botherwise\s+(?:we\s+|it\s+)?(?:do|does|run|runs|compute|computes)\s+(?:it\s+)?on\s+{_CPU}",
+        rf"\b{_CPU}\s+(?:version|path|implementation|code)\s+under\s+the\s+hood\b",
+        rf"\bunder\s+the\s+hood\b[^.;]{{0,40}}\b{_CPU}\b",
     )
 )
 _NEGATED = re.compile(
     r"\b(?:no\s+longer|not|never|no|removed?|removes|removing|without|instead\s+of|eliminat\w*|no\s+more"
     r"|stop(?:s|ped)?|drop(?:s|ped)?|rather\s+than|forbid\w*|reject\w*|replac\w*|instead|avoid\w*|n't)\b",
     re.I,
+)
+# "CPU fallback removed": the negation comes after the phrase.
+_UNDONE = re.compile(
+    r"\s*(?:\w+\s+){0,2}(?:removed|removal|gone|eliminated|dropped|deleted|replaced|is\s+an?\s+error)", re.I
 )
 _OPT_IN = re.compile(r"\bopt[- ]?in\b|\bgated\s+(?:by|behind)\b|_ENABLE_\w*FALLBACK\b", re.I)
 
@@ -70,7 +80,8 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
             if not found:
                 continue
             before = sentence.text[max(0, found.start() - 40) : found.start()]
-            if _NEGATED.search(before + " " + found.group()[:12]):
+            after = sentence.text[found.end() : found.end() + 40]
+            if _NEGATED.search(before + " " + found.group()[:12]) or _UNDONE.match(after):
                 break
             yield Hit(
                 sentence.line,

@@ -15,16 +15,18 @@ _INCOMPLETE_RULES = frozenset({"deferred-kernel", "stub-residue", "cfg-gated-stu
 _UNSUPPORTED_ERROR = re.compile(
     rb"Err\s*\(\s*[\w:]*(?:Unsupported|NotImplemented|NotSupported|NoCuda|Unavailable|MissingKernel)"
 )
+# A gap report, however it is worded, says what is still missing and what comes next.
 _PARTS = {
-    "what works": re.compile(r"what\s+works|\bworks:|\bworking:|\bdone:|what(?:'s| is)\s+done", re.I),
-    "what does not work": re.compile(
-        r"what\s+(?:does\s+not|doesn't)\s+work|not\s+(?:yet\s+)?(?:supported|implemented|working|done)"
-        r"|does\s+not\s+work|doesn't\s+work|\bmissing\b|limitation|known\s+gaps?|\bgaps?:|unsupported",
+    "what does not work yet": re.compile(
+        r"what\s+(?:does\s+not|doesn't)\s+work|not\s+(?:yet\s+)?(?:supported|implemented|working|done|wired)"
+        r"|does\s+not\s+work|doesn't\s+work|\bmissing\b|limitation|known\s+gaps?|\bgaps?\b|unsupported"
+        r"|\buntouched\b|\bcpu[- ]only\b|\bstill\s+(?:runs?|uses?|takes?|on)\b|\bonly\s+(?:for|f32|f64)\b"
+        r"|\bnot\s+yet\b|\bremain(?:s|ing)?\b|\bpartial\b|\bno\s+(?:gpu|cuda)\b|returns?\s+err",
         re.I,
     ),
     "the next step": re.compile(
-        r"next\s+steps?|follow[- ]?up|remaining\s+work|future\s+work|\bto\s*do\b|\bnext:"
-        r"|will\s+(?:add|write|port)",
+        r"next\s+steps?|follow[- ]?up|remaining\s+work|future\s+work|\bto\s*do\b|\bnext:|\blater\b"
+        r"|will\s+(?:add|write|port|follow|land|come)|\bplanned\b|\btracked\s+(?:in|by|as)\b|#\d+",
         re.I,
     ),
 }
@@ -34,8 +36,9 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     """## What it does
     When the diff leaves GPU work incomplete (a `todo!()` or a TODO in GPU code,
     a `cfg`-gated stub, a CPU reference wired for the GPU, a structured
-    "unsupported" error, an opt-in CPU fallback), requires the description to say
-    what works, what does not work yet, and the next step.
+    "unsupported" error, an opt-in CPU fallback, a GPU claim the code does not back),
+    requires the description to say what does not work yet and the next step (what
+    works is what the rest of the description is about).
 
     ## Why is this bad?
     Spec Step 5: "When something is genuinely incomplete, explicitly list: what
@@ -85,6 +88,7 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
 
 def _incomplete_work(ctx: DescriptionContext) -> list[str]:
     gaps = [f"{f.rule} at {f.path}:{f.line}" for f in ctx.findings if f.rule in _INCOMPLETE_RULES]
+    gaps.extend(f'the claim "{c.text}" is not backed' for c in ctx.claims if c.functions and not c.backed)
     for item in ctx.changed:
         fn = item.fn
         where = f"`{fn.qualname}` ({item.path}:{fn.fn_line})"
