@@ -28,6 +28,7 @@ from app.report.rules_doc import explain, rules_markdown
 from app.report.sarif import render_sarif
 from app.report.text import render_text
 from app.scan import ScanError, ScanResult, find_rust_files, load_sources, read_files, scan, utf8_notes
+from app.settings import SettingsError, service_settings
 
 DEFAULT_BASELINE = ".github/gpuproof-baseline.json"
 
@@ -81,6 +82,10 @@ def _parser() -> argparse.ArgumentParser:
     review_cmd.add_argument("--format", choices=("text", "json"), default="text")
     review_cmd.add_argument("--root", type=Path, default=Path.cwd(), help="inside the git checkout")
     review_cmd.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
+
+    serve = sub.add_parser("serve", help="the webhook endpoint (needs GITHUB_WEBHOOK_SECRET, REDIS_URL)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
 
     explain_cmd = sub.add_parser("explain", help="what a rule flags, why, and what to write instead")
     explain_cmd.add_argument("rule")
@@ -275,6 +280,21 @@ def _description(args: argparse.Namespace, root: Path, base: str, head: str | No
     return args.title or subject, "\n\n".join(p for p in (rest.strip(), others) if p)
 
 
+def _run_serve(args: argparse.Namespace) -> int:
+    import logging
+
+    import uvicorn
+
+    from app.queue.jobs import JobQueue
+    from app.webhooks.server import create_app
+
+    settings = service_settings()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = create_app(settings, JobQueue.from_url(settings.redis_url))
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -284,6 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_baseline(args)
         if args.command == "review":
             return _run_review(args)
+        if args.command == "serve":
+            return _run_serve(args)
         if args.command == "explain":
             rule = BY_ID.get(args.rule)
             if rule is None:
@@ -295,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "docs":
             sys.stdout.write(rules_markdown())
         return 0
-    except (UsageError, ConfigError, DiffError, ScanError, gitlocal.GitError) as exc:
+    except (UsageError, ConfigError, DiffError, ScanError, gitlocal.GitError, SettingsError) as exc:
         print(f"gpuproof: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

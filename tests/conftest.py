@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import textwrap
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
 from app.checks.engine import Analysis, analyze
 from app.checks.review import Review, review
@@ -51,3 +56,42 @@ def workspace(tmp_path: Path) -> Path:
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test gets its own cache directory, so no test sees another's results."""
     monkeypatch.setenv("GPUPROOF_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server of our own on a free port (never fakeredis)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    workdir = tmp_path_factory.mktemp("redis")
+    server = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    client = redis.Redis(port=port)
+    for _ in range(100):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    else:
+        server.kill()
+        pytest.fail("redis-server did not start")
+    yield f"redis://127.0.0.1:{port}/0"
+    server.terminate()
+    server.wait(timeout=10)

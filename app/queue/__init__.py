@@ -1,0 +1,1 @@
+"""Redis-backed work queue shared by every `serve` and `worker` process."""

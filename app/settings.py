@@ -1,0 +1,56 @@
+"""Service settings, from the environment (DESIGN.md's contract). Secrets are held
+in a type whose repr never shows them, so no log line or error can leak one."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+class SettingsError(ValueError):
+    """A setting is missing or invalid; the message names the variable, never its value."""
+
+
+class Secret:
+    """A string that prints as ``<secret>``."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __repr__(self) -> str:
+        return "<secret>"
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    webhook_secrets: tuple[Secret, ...]  # the current secret first, then one being rotated out
+    redis_url: str
+    github_api_url: str
+    max_body_bytes: int = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
+
+
+def service_settings(env: Mapping[str, str] | None = None) -> ServiceSettings:
+    env = os.environ if env is None else env
+    current = env.get("GITHUB_WEBHOOK_SECRET", "")
+    if not current:
+        raise SettingsError("GITHUB_WEBHOOK_SECRET is not set: webhooks cannot be verified")
+    secrets = [Secret(current)]
+    previous = env.get("GITHUB_WEBHOOK_SECRET_PREVIOUS", "")
+    if previous:
+        secrets.append(Secret(previous))
+    return ServiceSettings(
+        webhook_secrets=tuple(secrets),
+        redis_url=env.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+        github_api_url=env.get("GITHUB_API_URL", "https://api.github.com").rstrip("/"),
+    )
