@@ -1,0 +1,1 @@
+"""GitHub's REST API, behind one module: ``app.github.client``."""
