@@ -28,7 +28,7 @@ from app.report.rules_doc import explain, rules_markdown
 from app.report.sarif import render_sarif
 from app.report.text import render_text
 from app.scan import ScanError, ScanResult, find_rust_files, load_sources, read_files, scan, utf8_notes
-from app.settings import SettingsError, service_settings
+from app.settings import SettingsError, app_credentials, service_settings
 
 DEFAULT_BASELINE = ".github/gpuproof-baseline.json"
 
@@ -86,6 +86,13 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="the webhook endpoint (needs GITHUB_WEBHOOK_SECRET, REDIS_URL)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+
+    worker = sub.add_parser(
+        "worker", help="run jobs from Redis (needs GITHUB_APP_ID, GITHUB_PRIVATE_KEY[_PATH], REDIS_URL)"
+    )
+    worker.add_argument(
+        "--name", default=None, help="this worker's name in the consumer group (default: host-pid)"
+    )
 
     explain_cmd = sub.add_parser("explain", help="what a rule flags, why, and what to write instead")
     explain_cmd.add_argument("rule")
@@ -295,6 +302,28 @@ def _run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_worker(args: argparse.Namespace) -> int:
+    import logging
+    import os
+    import signal
+    import socket
+    import threading
+
+    from app.github.client import GitHubClient
+    from app.queue.jobs import JobQueue
+    from app.worker import Worker
+
+    credentials = app_credentials()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    github = GitHubClient(credentials.github_api_url, credentials.app_id, credentials.private_key.reveal())
+    name = args.name or f"{socket.gethostname()}-{os.getpid()}"
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    Worker(JobQueue.from_url(credentials.redis_url), github, name).run(stop)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -306,6 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_review(args)
         if args.command == "serve":
             return _run_serve(args)
+        if args.command == "worker":
+            return _run_worker(args)
         if args.command == "explain":
             rule = BY_ID.get(args.rule)
             if rule is None:

@@ -54,3 +54,37 @@ def service_settings(env: Mapping[str, str] | None = None) -> ServiceSettings:
         redis_url=env.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
         github_api_url=env.get("GITHUB_API_URL", "https://api.github.com").rstrip("/"),
     )
+
+
+@dataclass(frozen=True)
+class AppCredentials:
+    app_id: int
+    private_key: Secret
+    github_api_url: str
+    redis_url: str
+
+
+def app_credentials(env: Mapping[str, str] | None = None) -> AppCredentials:
+    """What a worker needs to act as the GitHub App."""
+    env = os.environ if env is None else env
+    app_id = env.get("GITHUB_APP_ID", "")
+    if not app_id.isdigit():
+        raise SettingsError("GITHUB_APP_ID must be the App's numeric id")
+    key = env.get("GITHUB_PRIVATE_KEY", "")
+    path = env.get("GITHUB_PRIVATE_KEY_PATH", "")
+    if not key and path:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                key = handle.read()
+        except OSError as exc:
+            raise SettingsError(f"GITHUB_PRIVATE_KEY_PATH cannot be read ({exc.strerror})") from None
+    if "PRIVATE KEY" not in key:
+        raise SettingsError(
+            "GITHUB_PRIVATE_KEY or GITHUB_PRIVATE_KEY_PATH must hold the App's PEM private key"
+        )
+    return AppCredentials(
+        app_id=int(app_id),
+        private_key=Secret(key),
+        github_api_url=env.get("GITHUB_API_URL", "https://api.github.com").rstrip("/"),
+        redis_url=env.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+    )

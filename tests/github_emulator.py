@@ -48,6 +48,20 @@ class Fault:
     times: int = 1
 
 
+_STATEFUL = {
+    "/repos/{owner}/{repo}/pulls/{pull_number}": "_pull",
+    "/repos/{owner}/{repo}/commits/{ref}/check-runs": "_runs_for",
+    "/repos/{owner}/{repo}/check-runs": "_create_run",
+    "/repos/{owner}/{repo}/check-runs/{check_run_id}": "_update_run",
+    "/repos/{owner}/{repo}/contents/{path}": "_contents",
+    "/repos/{owner}/{repo}/tarball/{ref}": "_redirect_tarball",
+    "/repos/{owner}/{repo}/pulls/{pull_number}/comments": "_list_review_comments",
+    "/repos/{owner}/{repo}/pulls/{pull_number}/reviews": "_create_review",
+    "/repos/{owner}/{repo}/issues/{issue_number}/comments": "_issue_comments",
+    "/repos/{owner}/{repo}/issues/comments/{comment_id}": "_edit_issue_comment",
+}
+
+
 def _openapi_to_jsonschema(node: Any) -> Any:
     """OpenAPI 3.0 `nullable` as JSON Schema null types, and local $refs made absolute."""
     if isinstance(node, list):
@@ -64,6 +78,10 @@ def _openapi_to_jsonschema(node: Any) -> Any:
         if "enum" in out:
             out["enum"] = [*out["enum"], None]
     return out
+
+
+def _param_pattern(match: re.Match[str]) -> str:
+    return "(.+)" if match.group() == "{path}" else "([^/]+)"  # a file path spans segments
 
 
 def _pointer(*parts: str) -> str:
@@ -85,11 +103,17 @@ class GitHubEmulator:
         self.faults: deque[Fault] = deque()
         self.tokens: dict[str, int] = {}
         self.pull_files: dict[int, list[dict[str, Any]]] = {}
+        # A repository's state, enough for a pull request's review.
+        self.trees: dict[str, dict[str, bytes]] = {}  # sha -> path -> content
+        self.pulls: dict[int, dict[str, Any]] = {}  # number -> head_sha, base_sha, title, body
+        self.check_runs: dict[int, dict[str, Any]] = {}
+        self.review_comments: list[dict[str, Any]] = []
+        self.issue_comments: list[dict[str, Any]] = []
         self.token_lifetime_seconds = 3600
         self._ids = itertools.count(1000)
         self._lock = threading.Lock()
         self._routes = [
-            (method.upper(), re.compile("^" + re.sub(r"\{[^}]+\}", r"([^/]+)", path) + "$"), path, op)
+            (method.upper(), re.compile("^" + re.sub(r"\{[^}]+\}", _param_pattern, path) + "$"), path, op)
             for path, ops in self.spec["paths"].items()
             for method, op in ops.items()
             if method in ("get", "post", "patch", "put", "delete")
@@ -109,9 +133,10 @@ class GitHubEmulator:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 status, headers, body = emulator.handle(self.command, self.path, dict(self.headers), raw)
-                payload = b"" if body is None else json.dumps(body).encode()
+                raw_body = isinstance(body, bytes)
+                payload = body if raw_body else b"" if body is None else json.dumps(body).encode()
                 self.send_response(status)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", "application/gzip" if raw_body else "application/json")
                 self.send_header("content-length", str(len(payload)))
                 for key, value in headers.items():
                     self.send_header(key, value)
@@ -148,6 +173,9 @@ class GitHubEmulator:
                 return self._record(
                     method, url.path, query, raw, 400, {}, {"message": "Problems parsing JSON"}
                 )
+        if url.path.startswith("/_codeload/"):  # where the tarball endpoint redirects
+            tarball = self._tarball(url.path.rsplit("/", 1)[-1])
+            return self._record(method, url.path, query, None, 200, {}, tarball)
         route = next(
             (
                 (p, op, m.groups())
@@ -253,7 +281,7 @@ class GitHubEmulator:
         query: dict[str, list[str]],
         body: Any,
     ) -> tuple[int, dict[str, str], Any]:
-        success = next(s for s in op["responses"] if s.startswith("2"))
+        success = next(s for s in op["responses"] if s[0] in "23")
         if template == "/app/installations/{installation_id}/access_tokens":
             token = f"ghs_emulated{next(self._ids)}"
             self.tokens[token] = int(params[0])
@@ -264,6 +292,13 @@ class GitHubEmulator:
             )
         elif template == "/repos/{owner}/{repo}/pulls/{pull_number}/files":
             return self._files_page(int(params[2]), query, template)
+        elif template in _STATEFUL:
+            status, extra, response = getattr(self, _STATEFUL[template])(
+                op, success, method, params, query, body
+            )
+            if isinstance(response, (dict, list)) and status < 300:
+                self._check_response(template, method, str(status), response)
+            return status, extra, response
         elif "content" not in (op["responses"][success] or {}):
             return int(success), {}, None
         else:
@@ -292,6 +327,140 @@ class GitHubEmulator:
 
         self._check_response(template, "GET", "200", chunk)
         return 200, headers, chunk
+
+    # -- stateful operations -----------------------------------------------------------
+    def _pull(
+        self, op: dict[str, Any], ok: str, method: str, params: tuple[str, ...], query: Any, body: Any
+    ) -> Any:
+        pull = self.pulls.get(int(params[2]))
+        if pull is None:
+            return 404, {}, {"message": "Not Found"}
+        response = self._example(op, ok)
+        response.update(
+            number=int(params[2]),
+            title=pull["title"],
+            body=pull["body"],
+            html_url=f"https://github.com/{params[0]}/{params[1]}/pull/{params[2]}",
+        )
+        response["head"]["sha"], response["base"]["sha"] = pull["head_sha"], pull["base_sha"]
+        return 200, {}, response
+
+    def _runs_for(
+        self, op: dict[str, Any], ok: str, method: str, params: tuple[str, ...], query: Any, body: Any
+    ) -> Any:
+        runs = [r for r in self.check_runs.values() if r["head_sha"] == params[2]]
+        return 200, {}, {"total_count": len(runs), "check_runs": runs}
+
+    def _create_run(
+        self, op: dict[str, Any], ok: str, method: str, params: tuple[str, ...], query: Any, body: Any
+    ) -> Any:
+        run = self._example(op, ok)
+        run.update(
+            id=next(self._ids),
+            name=body["name"],
+            head_sha=body["head_sha"],
+            status=body.get("status", "queued"),
+            conclusion=None,
+            completed_at=None,
+        )
+        run["output"] = {**run["output"], "title": None, "summary": None, "annotations_count": 0}
+        self.check_runs[run["id"]] = run
+        return 201, {}, run
+
+    def _update_run(
+        self, op: dict[str, Any], ok: str, method: str, params: tuple[str, ...], query: Any, body: Any
+    ) -> Any:
+        run = self.check_runs[int(params[2])]
+        output = body.get("output") or {}
+        run["output"]["annotations_count"] += len(output.get("annotations") or [])
+        run["output"].update({k: output[k] for k in ("title", "summary") if k in output})
+        run.update({k: body[k] for k in ("status", "conclusion") if k in body})
+        run.setdefault("_annotations", []).extend(output.get("annotations") or [])
+        return 200, {}, {k: v for k, v in run.items() if not k.startswith("_")}
+
+    def _contents(
+        self, op: dict[str, Any], ok: str, method: str, params: tuple[str, ...], query: Any, body: Any
+    ) -> Any:
+        import base64
+
+        ref = query.get("ref", [""])[0]
+        data = self.trees.get(ref, {}).get(params[2])
+        if data is None:
+            return 404, {}, {"message": "Not Found"}
+        response = self._example(op, ok)
+        response.update(
+            path=params[2], content=base64.b64encode(data).decode(), encoding="base64", size=len(data)
+        )
+        return 200, {}, response
+
+    def _redirect_tarball(
+        self, op: dict[str, Any], ok: str, method: str, params: tuple[str, ...], query: Any, body: Any
+    ) -> Any:
+        return 302, {"location": f"{self.base_url}/_codeload/{params[0]}/{params[1]}/{params[2]}"}, None
+
+    def _tarball(self, sha: str) -> bytes:
+        import io
+        import tarfile
+
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w:gz") as archive:
+            for path, data in self.trees.get(sha, {}).items():
+                info = tarfile.TarInfo(f"octo-kernels-{sha[:7]}/{path}")
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+        return out.getvalue()
+
+    def _list_review_comments(
+        self, op: dict[str, Any], ok: str, method: str, params: tuple[str, ...], query: Any, body: Any
+    ) -> Any:
+        if method == "GET":
+            return 200, {}, [c for c in self.review_comments if c["_pull"] == int(params[2])]
+        reply_to = next(c for c in self.review_comments if c["id"] == body["in_reply_to"])
+        return (
+            201,
+            {},
+            self._review_comment(
+                int(params[2]), reply_to["path"], reply_to["line"], body["body"], in_reply_to=reply_to["id"]
+            ),
+        )
+
+    def _review_comment(
+        self, number: int, path: str, line: int, text: str, in_reply_to: int | None = None
+    ) -> Any:
+        op = self.spec["paths"]["/repos/{owner}/{repo}/pulls/{pull_number}/comments"]["get"]
+        comment = self._example(op, "200")[0]
+        comment.update(id=next(self._ids), path=path, line=line, body=text, in_reply_to_id=in_reply_to)
+        self.review_comments.append({**comment, "_pull": number})
+        return comment
+
+    def _create_review(
+        self, op: dict[str, Any], ok: str, method: str, params: tuple[str, ...], query: Any, body: Any
+    ) -> Any:
+        for c in body.get("comments") or []:
+            self._review_comment(int(params[2]), c["path"], c["line"], c["body"])
+        review = self._example(op, ok)
+        review.update(id=next(self._ids), body=body.get("body", ""), commit_id=body.get("commit_id"))
+        return 200, {}, review
+
+    def _issue_comments(
+        self, op: dict[str, Any], ok: str, method: str, params: tuple[str, ...], query: Any, body: Any
+    ) -> Any:
+        if method == "GET":
+            return 200, {}, [c for c in self.issue_comments if c["_issue"] == int(params[2])]
+        comment = self._example(op, ok)
+        comment.update(id=next(self._ids), body=body["body"])
+        self.issue_comments.append({**comment, "_issue": int(params[2])})
+        return 201, {}, comment
+
+    def _edit_issue_comment(
+        self, op: dict[str, Any], ok: str, method: str, params: tuple[str, ...], query: Any, body: Any
+    ) -> Any:
+        comment = next(c for c in self.issue_comments if c["id"] == int(params[2]))
+        comment["body"] = body["body"]
+        return 200, {}, {k: v for k, v in comment.items() if not k.startswith("_")}
+
+    def add_pull(self, number: int, head_sha: str, base_sha: str, title: str = "", body: str = "") -> None:
+        self.pulls[number] = {"head_sha": head_sha, "base_sha": base_sha, "title": title, "body": body}
 
     def add_pull_files(self, number: int, count: int) -> None:
         op = self.spec["paths"]["/repos/{owner}/{repo}/pulls/{pull_number}/files"]["get"]

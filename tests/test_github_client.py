@@ -69,6 +69,7 @@ def test_installation_token_is_fetched_once_and_cached(
 
 def test_token_near_expiry_is_renewed(client: GitHubClient, emulator: GitHubEmulator) -> None:
     emulator.token_lifetime_seconds = 120  # inside the renewal margin
+    emulator.add_pull(1, "a" * 40, "b" * 40)
     client.pull_request(INSTALLATION, REPO, 1)
     client.pull_request(INSTALLATION, REPO, 1)
     assert len(emulator.posted("POST", "/access_tokens")) == 2
@@ -98,6 +99,7 @@ def test_primary_rate_limit_waits_for_the_reset(
     import time
 
     reset = str(int(time.time()) + 20)
+    emulator.add_pull(3, "a" * 40, "b" * 40)
     emulator.faults.append(
         Fault(
             "/pulls/3",

@@ -260,3 +260,16 @@ def test_serve_without_a_secret_is_exit_2(
     monkeypatch.delenv("GITHUB_WEBHOOK_SECRET", raising=False)
     assert main(["serve"]) == 2
     assert "GITHUB_WEBHOOK_SECRET is not set" in capsys.readouterr().err
+
+
+def test_app_credentials_are_checked_and_never_shown(tmp_path: Path) -> None:
+    from app.settings import app_credentials
+
+    with pytest.raises(SettingsError, match="GITHUB_APP_ID"):
+        app_credentials({})
+    with pytest.raises(SettingsError, match="PEM private key"):
+        app_credentials({"GITHUB_APP_ID": "12", "GITHUB_PRIVATE_KEY": "nope"})
+    key_file = tmp_path / "app.pem"
+    key_file.write_text("-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n")
+    credentials = app_credentials({"GITHUB_APP_ID": "12", "GITHUB_PRIVATE_KEY_PATH": str(key_file)})
+    assert credentials.app_id == 12 and "MIIE" not in repr(credentials)

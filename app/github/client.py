@@ -5,6 +5,7 @@ Enterprise Server or the test emulator. Tokens never reach a log line or an erro
 
 from __future__ import annotations
 
+import base64
 import logging
 import threading
 import time
@@ -114,14 +115,28 @@ class GitHubClient:
             query = None  # the next link carries its own query
 
     def _send(
-        self, method: str, path: str, *, auth: str, json: Any = None, params: dict[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        *,
+        auth: str,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+        follow_redirects: bool = False,
     ) -> httpx.Response:
         url = path if path.startswith("http") else f"{self.api_url}{path}"
         shown = path.split("?", 1)[0]
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
+                # httpx drops the Authorization header on a redirect to another host
+                # (a tarball's codeload URL), so the token goes nowhere else.
                 response = self._http.request(
-                    method, url, json=json, params=params, headers={"authorization": auth}
+                    method,
+                    url,
+                    json=json,
+                    params=params,
+                    headers={"authorization": auth},
+                    follow_redirects=follow_redirects,
                 )
             except httpx.TransportError as exc:
                 if attempt == MAX_ATTEMPTS:
@@ -180,6 +195,57 @@ class GitHubClient:
 
     def update_check_run(self, installation_id: int, repo: str, check_run_id: int, **fields: Any) -> Any:
         return self.request(installation_id, "PATCH", f"/repos/{repo}/check-runs/{check_run_id}", json=fields)
+
+    def check_runs_for(self, installation_id: int, repo: str, sha: str) -> list[Any]:
+        data = self.request(
+            installation_id, "GET", f"/repos/{repo}/commits/{sha}/check-runs", params={"per_page": 100}
+        )
+        return list(data["check_runs"])
+
+    def file_at(self, installation_id: int, repo: str, path: str, ref: str) -> str | None:
+        """A file's text at a ref, or None when it does not exist there."""
+        try:
+            data = self.request(installation_id, "GET", f"/repos/{repo}/contents/{path}", params={"ref": ref})
+        except GitHubError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return base64.b64decode(data["content"]).decode("utf-8", "replace")
+
+    def tarball(self, installation_id: int, repo: str, ref: str) -> bytes:
+        response = self._send(
+            "GET",
+            f"/repos/{repo}/tarball/{ref}",
+            follow_redirects=True,
+            auth=f"token {self.installation_token(installation_id)}",
+        )
+        return response.content
+
+    def review_comments(self, installation_id: int, repo: str, number: int) -> list[Any]:
+        return list(self.paginate(installation_id, f"/repos/{repo}/pulls/{number}/comments"))
+
+    def create_review(self, installation_id: int, repo: str, number: int, **fields: Any) -> Any:
+        return self.request(installation_id, "POST", f"/repos/{repo}/pulls/{number}/reviews", json=fields)
+
+    def reply_to_review_comment(
+        self, installation_id: int, repo: str, number: int, comment: dict[str, Any], body: str, commit_id: str
+    ) -> Any:
+        """Answer on a review comment's thread (the API wants the comment's place too)."""
+        fields = {"body": body, "in_reply_to": comment["id"], "commit_id": commit_id, "path": comment["path"]}
+        return self.request(installation_id, "POST", f"/repos/{repo}/pulls/{number}/comments", json=fields)
+
+    def issue_comments(self, installation_id: int, repo: str, number: int) -> list[Any]:
+        return list(self.paginate(installation_id, f"/repos/{repo}/issues/{number}/comments"))
+
+    def create_issue_comment(self, installation_id: int, repo: str, number: int, body: str) -> Any:
+        return self.request(
+            installation_id, "POST", f"/repos/{repo}/issues/{number}/comments", json={"body": body}
+        )
+
+    def update_issue_comment(self, installation_id: int, repo: str, comment_id: int, body: str) -> Any:
+        return self.request(
+            installation_id, "PATCH", f"/repos/{repo}/issues/comments/{comment_id}", json={"body": body}
+        )
 
 
 def _message(response: httpx.Response) -> str:

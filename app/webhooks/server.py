@@ -18,7 +18,7 @@ import redis
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from app.queue.jobs import JobQueue
+from app.queue.jobs import JobQueue, PullRequestState
 from app.settings import ServiceSettings
 from app.webhooks.routes import Delivery, route
 from app.webhooks.signature import verify
@@ -85,6 +85,11 @@ def create_app(settings: ServiceSettings, queue: JobQueue) -> FastAPI:
             if not queue.first_delivery(delivery_id):
                 return answer(200, "duplicate", event)
             try:
+                if job.kind == "review-pr":
+                    # Newer pushes supersede older work for the same pull request.
+                    PullRequestState(queue, job.repository, int(str(job.payload["number"]))).mark_head(
+                        str(job.payload["head_sha"])
+                    )
                 entry = queue.enqueue(job)
             except redis.RedisError:
                 queue.forget_delivery(delivery_id)  # let GitHub's redelivery through

@@ -1,0 +1,58 @@
+"""`gpuproof worker`: takes jobs from the Redis Stream and runs them. Any number of
+workers on any hosts share the stream; a job whose worker dies is claimed by another
+once it has been pending for a while, so every job completes at least once (and the
+effects are idempotent, so at most once as far as GitHub shows)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from app.github.client import GitHubClient, GitHubError
+from app.pr_review import review_pull_request
+from app.queue.jobs import Job, JobConsumer, JobQueue, PullRequestState
+
+log = logging.getLogger("gpuproof.worker")
+
+
+class Worker:
+    def __init__(
+        self, queue: JobQueue, github: GitHubClient, name: str, stale_after_ms: int = 60_000
+    ) -> None:
+        self.queue = queue
+        self.github = github
+        self.consumer = JobConsumer(queue, name, stale_after_ms)
+        self.handlers: dict[str, Callable[[Job], str]] = {
+            "review-pr": self._review,
+            "review-description": self._review,
+        }
+
+    def run(self, stop: threading.Event, block_ms: int = 2000) -> None:
+        while not stop.is_set():
+            self.run_once(block_ms)
+
+    def run_once(self, block_ms: int = 0) -> int:
+        jobs = self.consumer.next_jobs(block_ms=block_ms)
+        for entry_id, job in jobs:
+            handler = self.handlers.get(job.kind)
+            if handler is None:
+                log.info("job %s (%s) has no handler yet; dropped", entry_id, job.kind)
+                self.consumer.done(entry_id)
+                continue
+            try:
+                outcome = handler(job)
+            except GitHubError as exc:
+                if 400 <= exc.status < 500:
+                    log.error("job %s (%s) failed for good: %s", entry_id, job.kind, exc)
+                    self.consumer.done(entry_id)  # retrying cannot help
+                else:
+                    log.warning("job %s (%s) failed, will be retried: %s", entry_id, job.kind, exc)
+                continue
+            log.info("job %s (%s for %s): %s", entry_id, job.kind, job.repository, outcome)
+            self.consumer.done(entry_id)
+        return len(jobs)
+
+    def _review(self, job: Job) -> str:
+        state = PullRequestState(self.queue, job.repository, int(str(job.payload["number"])))
+        return review_pull_request(self.github, state, job)

@@ -1,0 +1,243 @@
+"""End to end: a delivery through `serve`, the job through a worker, the answer posted
+to the GitHub emulator (which validates every request), with a real Redis."""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from fastapi.testclient import TestClient
+
+from app.github.client import GitHubClient
+from app.queue.jobs import STREAM, JobConsumer, JobQueue, PullRequestState
+from app.settings import Secret, ServiceSettings
+from app.webhooks.server import create_app
+from app.webhooks.signature import sign
+from app.worker import Worker
+from tests.github_emulator import SPEC_PATH, GitHubEmulator
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "shared/github/webhooks/examples/api.github.com"
+pytestmark = pytest.mark.skipif(
+    not (SPEC_PATH.exists() and EXAMPLES.is_dir()),
+    reason="the shared GitHub description and examples (../shared/github) are not beside this checkout",
+)
+APP_ID, INSTALLATION, REPO, NUMBER = 99, 31, "octo-org/kernels", 7
+SECRET = "webhook-secret"
+KERNEL = textwrap.dedent("""\
+    pub fn gpu_scale(x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> {
+        let f = dev.get_func("k", "scale").ok_or(GpuError::MissingKernel)?;
+        unsafe { f.launch(LaunchConfig::for_num_elems(x.len() as u32), (x,)) }?;
+        Ok(())
+    }
+    """)
+FAKE = textwrap.dedent("""\
+
+    pub fn gpu_layer_norm(x: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<CudaBuffer<f32>> {
+        let host = gpu_to_cpu(x, dev)?;
+        let mean = host.iter().sum::<f32>() / host.len() as f32;
+        cpu_to_gpu(&host.iter().map(|v| v - mean).collect::<Vec<f32>>(), dev)
+    }
+    """)
+BASE, HEAD1, HEAD2 = "b" * 40, "1" * 40, "2" * 40
+
+
+@pytest.fixture
+def emulator() -> Iterator[GitHubEmulator]:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+    server = GitHubEmulator(APP_ID, public)
+    server.private_key = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()  # type: ignore[attr-defined]
+    server.start()
+    server.trees[BASE] = {"src/lib.rs": KERNEL.encode()}
+    yield server
+    server.stop()
+    assert server.violations == [], server.violations
+
+
+@pytest.fixture
+def queue(redis_url: str) -> Iterator[JobQueue]:
+    client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    yield JobQueue(client)
+    client.flushdb()
+
+
+def push(emulator: GitHubEmulator, head: str, source: str, body: str) -> None:
+    """Make `head` the pull request's head, with src/lib.rs = source."""
+    emulator.trees[head] = {"src/lib.rs": source.encode()}
+    emulator.add_pull(NUMBER, head, BASE, "Layer norm", body)
+    hunks = difflib.unified_diff(KERNEL.splitlines(), source.splitlines(), lineterm="", n=0)
+    patch = "\n".join(line for line in hunks if not line.startswith(("---", "+++")))
+    emulator.pull_files[NUMBER] = [
+        {**_file_template(emulator), "filename": "src/lib.rs", "status": "modified", "patch": patch}
+    ]
+
+
+def _file_template(emulator: GitHubEmulator) -> dict[str, Any]:
+    op = emulator.spec["paths"]["/repos/{owner}/{repo}/pulls/{pull_number}/files"]["get"]
+    return dict(emulator._example(op, "200")[0])
+
+
+def deliver(client: TestClient, action: str, head: str, delivery: str) -> Any:
+    payload = json.loads((EXAMPLES / "pull_request" / "opened.payload.json").read_text())
+    payload = copy.deepcopy(payload)
+    payload["action"] = action
+    payload["repository"]["full_name"] = REPO
+    payload["installation"] = {"id": INSTALLATION, "node_id": "x"}
+    payload["pull_request"]["number"] = NUMBER
+    payload["pull_request"]["head"]["sha"] = head
+    body = json.dumps(payload).encode()
+    return client.post(
+        "/webhooks/github",
+        content=body,
+        headers={
+            "X-GitHub-Event": "pull_request",
+            "X-GitHub-Delivery": delivery,
+            "X-Hub-Signature-256": sign(SECRET, body),
+        },
+    )
+
+
+def make(emulator: GitHubEmulator, queue: JobQueue, name: str = "w1", stale_after_ms: int = 60_000) -> Worker:
+    github = GitHubClient(
+        emulator.base_url,
+        APP_ID,
+        emulator.private_key,  # type: ignore[attr-defined]
+        sleep=lambda _: None,
+    )
+    return Worker(queue, github, name, stale_after_ms)
+
+
+@pytest.fixture
+def serve(queue: JobQueue) -> TestClient:
+    return TestClient(create_app(ServiceSettings((Secret(SECRET),), "unused", "unused"), queue))
+
+
+def runs_on(emulator: GitHubEmulator, sha: str) -> dict[str, dict[str, Any]]:
+    return {r["name"]: r for r in emulator.check_runs.values() if r["head_sha"] == sha}
+
+
+def test_pull_request_is_reviewed_and_a_second_push_comments_only_what_is_new(
+    emulator: GitHubEmulator, queue: JobQueue, serve: TestClient
+) -> None:
+    push(emulator, HEAD1, KERNEL + FAKE, "Implemented LayerNorm on GPU.")
+    assert deliver(serve, "opened", HEAD1, "d1").status_code == 202
+    worker = make(emulator, queue)
+    assert worker.run_once() == 1
+
+    runs = runs_on(emulator, HEAD1)
+    assert {n: (r["status"], r["conclusion"]) for n, r in runs.items()} == {
+        "gpuproof / code": ("completed", "failure"),
+        "gpuproof / description": ("completed", "failure"),
+    }
+    assert runs["gpuproof / code"]["output"]["annotations_count"] == 1
+    (comment,) = emulator.review_comments
+    assert (comment["path"], comment["line"]) == ("src/lib.rs", 7)
+    assert "fake-gpu-function" in comment["body"]
+    (summary,) = emulator.issue_comments
+    assert "<!-- gpuproof:summary -->" in summary["body"]
+
+    # The same job delivered again (a worker retry): no second comment, one summary.
+    worker.handlers["review-pr"](_job(HEAD1))
+    assert len(emulator.review_comments) == 1 and len(emulator.issue_comments) == 1
+
+    # Second push: the fake is now a real kernel, a new fake appears.
+    fixed = KERNEL + FAKE.replace("gpu_layer_norm", "gpu_rms_norm")
+    push(emulator, HEAD2, fixed, "Implemented LayerNorm on GPU.")
+    assert deliver(serve, "synchronize", HEAD2, "d2").status_code == 202
+    assert worker.run_once() == 1
+    new = [c for c in emulator.review_comments if c["in_reply_to_id"] is None]
+    replies = [c for c in emulator.review_comments if c["in_reply_to_id"] is not None]
+    assert [c["body"].count("gpu_rms_norm") > 0 for c in new] == [False, True]
+    assert [r["in_reply_to_id"] for r in replies] == [comment["id"]]
+    assert replies[0]["body"].startswith("Fixed in 222222222222")
+    assert len(emulator.issue_comments) == 1  # the summary was edited in place
+    assert "2222222222" in emulator.issue_comments[0]["body"]
+
+
+def _job(head: str) -> Any:
+    from app.queue.jobs import Job
+
+    return Job("review-pr", REPO, INSTALLATION, "retry", {"number": NUMBER, "head_sha": head})
+
+
+def test_a_newer_push_supersedes_queued_work(
+    emulator: GitHubEmulator, queue: JobQueue, serve: TestClient
+) -> None:
+    push(emulator, HEAD1, KERNEL + FAKE, "")
+    deliver(serve, "opened", HEAD1, "s1")
+    push(emulator, HEAD2, KERNEL + FAKE, "")
+    deliver(serve, "synchronize", HEAD2, "s2")
+    worker = make(emulator, queue)
+    assert worker.run_once() == 1 and worker.run_once() == 1
+    assert runs_on(emulator, HEAD1) == {}  # never started: superseded while queued
+    assert runs_on(emulator, HEAD2)["gpuproof / code"]["conclusion"] == "failure"
+
+
+def test_a_job_whose_worker_died_completes_once_on_another(
+    emulator: GitHubEmulator, queue: JobQueue, serve: TestClient
+) -> None:
+    push(emulator, HEAD1, KERNEL + FAKE, "")
+    deliver(serve, "opened", HEAD1, "k1")
+    dead = JobConsumer(queue, "dead-worker")
+    assert len(dead.next_jobs(block_ms=0)) == 1  # taken, never acknowledged: the worker was killed
+    survivor = make(emulator, queue, "w2", stale_after_ms=0)
+    assert survivor.run_once() == 1
+    assert survivor.run_once() == 0  # acknowledged: nothing is left pending
+    assert len(runs_on(emulator, HEAD1)) == 2 and len(emulator.review_comments) == 1
+    assert queue.client.xpending(STREAM, "gpuproof-workers")["pending"] == 0
+
+
+def test_github_failing_then_recovering_still_completes(
+    emulator: GitHubEmulator, queue: JobQueue, serve: TestClient
+) -> None:
+    from tests.github_emulator import Fault
+
+    push(emulator, HEAD1, KERNEL + FAKE, "")
+    deliver(serve, "opened", HEAD1, "f1")
+    emulator.faults.append(Fault("/check-runs", 502, times=2))
+    emulator.faults.append(
+        Fault(
+            "/reviews",
+            403,
+            headers={"retry-after": "1"},
+            body={"message": "You have exceeded a secondary rate limit"},
+        )
+    )
+    assert make(emulator, queue).run_once() == 1
+    assert {r["status"] for r in runs_on(emulator, HEAD1).values()} == {"completed"}
+    assert len(emulator.review_comments) == 1
+
+
+def test_invalid_config_on_the_base_gives_neutral_runs(
+    emulator: GitHubEmulator, queue: JobQueue, serve: TestClient
+) -> None:
+    emulator.trees[BASE][".github/gpuproof.yml"] = b"severities: {nonsense: error}\n"
+    push(emulator, HEAD1, KERNEL + FAKE, "")
+    deliver(serve, "opened", HEAD1, "c1")
+    make(emulator, queue).run_once()
+    runs = runs_on(emulator, HEAD1)
+    assert {r["conclusion"] for r in runs.values()} == {"neutral"}
+    assert "unknown rule 'nonsense'" in runs["gpuproof / code"]["output"]["summary"]
+
+
+def test_state_records_heads(queue: JobQueue) -> None:
+    state = PullRequestState(queue, REPO, NUMBER)
+    assert state.is_current(HEAD1)  # nothing recorded yet
+    state.mark_head(HEAD2)
+    assert not state.is_current(HEAD1) and state.is_current(HEAD2)
