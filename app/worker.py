@@ -12,6 +12,7 @@ from collections.abc import Callable
 from app.github.client import GitHubClient, GitHubError
 from app.pr_review import review_pull_request
 from app.queue.jobs import Job, JobConsumer, JobQueue, PullRequestState
+from app.slash_commands import run_slash_commands
 
 log = logging.getLogger("gpuproof.worker")
 
@@ -26,6 +27,7 @@ class Worker:
         self.handlers: dict[str, Callable[[Job], str]] = {
             "review-pr": self._review,
             "review-description": self._review,
+            "slash-command": self._slash,
         }
 
     def run(self, stop: threading.Event, block_ms: int = 2000) -> None:
@@ -53,6 +55,11 @@ class Worker:
             self.consumer.done(entry_id)
         return len(jobs)
 
+    def _state(self, job: Job) -> PullRequestState:
+        return PullRequestState(self.queue, job.repository, int(str(job.payload["number"])))
+
     def _review(self, job: Job) -> str:
-        state = PullRequestState(self.queue, job.repository, int(str(job.payload["number"])))
-        return review_pull_request(self.github, state, job)
+        return review_pull_request(self.github, self._state(job), job)
+
+    def _slash(self, job: Job) -> str:
+        return run_slash_commands(self.github, self._state(job), job)

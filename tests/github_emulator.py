@@ -59,6 +59,7 @@ _STATEFUL = {
     "/repos/{owner}/{repo}/pulls/{pull_number}/reviews": "_create_review",
     "/repos/{owner}/{repo}/issues/{issue_number}/comments": "_issue_comments",
     "/repos/{owner}/{repo}/issues/comments/{comment_id}": "_edit_issue_comment",
+    "/repos/{owner}/{repo}/collaborators/{username}/permission": "_permission",
 }
 
 
@@ -109,6 +110,7 @@ class GitHubEmulator:
         self.check_runs: dict[int, dict[str, Any]] = {}
         self.review_comments: list[dict[str, Any]] = []
         self.issue_comments: list[dict[str, Any]] = []
+        self.permissions: dict[str, str] = {}  # login -> admin / maintain / write / read (others: 404)
         self.token_lifetime_seconds = 3600
         self._ids = itertools.count(1000)
         self._lock = threading.Lock()
@@ -458,6 +460,18 @@ class GitHubEmulator:
         comment = next(c for c in self.issue_comments if c["id"] == int(params[2]))
         comment["body"] = body["body"]
         return 200, {}, {k: v for k, v in comment.items() if not k.startswith("_")}
+
+    def _permission(
+        self, op: dict[str, Any], ok: str, method: str, params: tuple[str, ...], query: Any, body: Any
+    ) -> Any:
+        level = self.permissions.get(params[2])
+        if level is None:
+            return 404, {}, {"message": "Not Found"}
+        response = self._example(op, ok)
+        response["permission"] = "write" if level == "maintain" else level
+        response["role_name"] = level
+        response["user"]["login"] = params[2]
+        return 200, {}, response
 
     def add_pull(self, number: int, head_sha: str, base_sha: str, title: str = "", body: str = "") -> None:
         self.pulls[number] = {"head_sha": head_sha, "base_sha": base_sha, "title": title, "body": body}

@@ -241,3 +241,66 @@ def test_state_records_heads(queue: JobQueue) -> None:
     assert state.is_current(HEAD1)  # nothing recorded yet
     state.mark_head(HEAD2)
     assert not state.is_current(HEAD1) and state.is_current(HEAD2)
+
+
+def slash(client: TestClient, body: str, author: str, delivery: str) -> Any:
+    payload = copy.deepcopy(json.loads((EXAMPLES / "issue_comment" / "created.payload.json").read_text()))
+    payload["repository"]["full_name"] = REPO
+    payload["installation"] = {"id": INSTALLATION, "node_id": "x"}
+    payload["issue"]["number"] = NUMBER
+    payload["issue"]["pull_request"] = {"url": f"https://api.github.com/repos/{REPO}/pulls/{NUMBER}"}
+    payload["comment"]["body"] = body
+    payload["comment"]["user"]["login"] = author
+    raw = json.dumps(payload).encode()
+    return client.post(
+        "/webhooks/github",
+        content=raw,
+        headers={
+            "X-GitHub-Event": "issue_comment",
+            "X-GitHub-Delivery": delivery,
+            "X-Hub-Signature-256": sign(SECRET, raw),
+        },
+    )
+
+
+def test_slash_commands_answer_and_recheck_needs_write_permission(
+    emulator: GitHubEmulator, queue: JobQueue, serve: TestClient
+) -> None:
+    push(emulator, HEAD1, KERNEL + FAKE, "")
+    emulator.permissions.update({"maintainer": "maintain", "reader": "read"})
+    worker = make(emulator, queue)
+
+    assert slash(serve, "/gpuproof recheck", "stranger", "sc1").status_code == 202
+    worker.run_once()
+    refusal = emulator.issue_comments[-1]["body"]
+    assert "@stranger" in refusal and "needs write, maintain or admin permission" in refusal
+    assert "`none`" in refusal and runs_on(emulator, HEAD1) == {}
+    assert len(emulator.posted("POST", "/reactions")) == 1  # 👀 on receipt
+
+    slash(serve, "/gpuproof recheck", "reader", "sc2")
+    worker.run_once()
+    assert "has `read`" in emulator.issue_comments[-1]["body"] and runs_on(emulator, HEAD1) == {}
+
+    slash(serve, "/gpuproof explain silent-fallback\n/gpuproof frobnicate", "reader", "sc3")
+    worker.run_once()
+    answer = emulator.issue_comments[-1]["body"]
+    assert "## What it does" in answer and "`/gpuproof frobnicate` is not a command" in answer
+
+    slash(serve, "/gpuproof recheck", "maintainer", "sc4")
+    worker.run_once()
+    assert "Re-checked 111111111111: reviewed" in emulator.issue_comments[-1]["body"]
+    assert runs_on(emulator, HEAD1)["gpuproof / code"]["conclusion"] == "failure"
+
+
+def test_a_400_file_pull_request_is_reviewed(
+    emulator: GitHubEmulator, queue: JobQueue, serve: TestClient
+) -> None:
+    push(emulator, HEAD1, KERNEL + FAKE, "")
+    template = emulator.pull_files[NUMBER][0]
+    emulator.pull_files[NUMBER] += [
+        {**template, "filename": f"docs/page_{i}.md", "patch": "@@ -0,0 +1 @@\n+x"} for i in range(399)
+    ]
+    deliver(serve, "opened", HEAD1, "big")
+    assert make(emulator, queue).run_once() == 1
+    assert runs_on(emulator, HEAD1)["gpuproof / code"]["status"] == "completed"
+    assert len(emulator.posted("GET", f"/pulls/{NUMBER}/files")) == 4

@@ -234,6 +234,25 @@ class GitHubClient:
         fields = {"body": body, "in_reply_to": comment["id"], "commit_id": commit_id, "path": comment["path"]}
         return self.request(installation_id, "POST", f"/repos/{repo}/pulls/{number}/comments", json=fields)
 
+    def add_reaction(self, installation_id: int, repo: str, comment_id: int, content: str) -> Any:
+        return self.request(
+            installation_id,
+            "POST",
+            f"/repos/{repo}/issues/comments/{comment_id}/reactions",
+            json={"content": content},
+        )
+
+    def permission(self, installation_id: int, repo: str, user: str) -> str:
+        """ "admin", "maintain", "write", "triage", "read" or "none"."""
+        try:
+            data = self.request(installation_id, "GET", f"/repos/{repo}/collaborators/{user}/permission")
+        except GitHubError as exc:
+            if exc.status == 404:
+                return "none"
+            raise
+        role = str(data.get("role_name") or "")
+        return role if role in ("maintain", "triage") else str(data.get("permission") or "none")
+
     def issue_comments(self, installation_id: int, repo: str, number: int) -> list[Any]:
         return list(self.paginate(installation_id, f"/repos/{repo}/issues/{number}/comments"))
 
