@@ -93,6 +93,12 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument(
         "--name", default=None, help="this worker's name in the consumer group (default: host-pid)"
     )
+    worker.add_argument(
+        "--stale-after-ms",
+        type=int,
+        default=60_000,
+        help="claim a job that another worker took but did not finish after this long",
+    )
 
     explain_cmd = sub.add_parser("explain", help="what a rule flags, why, and what to write instead")
     explain_cmd.add_argument("rule")
@@ -320,7 +326,7 @@ def _run_worker(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    Worker(JobQueue.from_url(credentials.redis_url), github, name).run(stop)
+    Worker(JobQueue.from_url(credentials.redis_url), github, name, args.stale_after_ms).run(stop)
     return 0
 
 

@@ -28,6 +28,12 @@ class Worker:
             "review-pr": self._review,
             "review-description": self._review,
             "slash-command": self._slash,
+            # The check run's "Re-run", a requested action and a check suite all re-analyse
+            # the pull requests of that head.
+            "rerun": self._review_each,
+            "requested-action": self._review_each,
+            "review-suite": self._review_each,
+            "installation": lambda job: "noted (nothing to set up: repositories are read on demand)",
         }
 
     def run(self, stop: threading.Event, block_ms: int = 2000) -> None:
@@ -60,6 +66,21 @@ class Worker:
 
     def _review(self, job: Job) -> str:
         return review_pull_request(self.github, self._state(job), job)
+
+    def _review_each(self, job: Job) -> str:
+        numbers = job.payload.get("pull_requests") or []
+        assert isinstance(numbers, list)
+        outcomes = []
+        for number in numbers:
+            review = Job(
+                "review-pr",
+                job.repository,
+                job.installation_id,
+                job.delivery_id,
+                {"number": number, "head_sha": job.payload["head_sha"]},
+            )
+            outcomes.append(self._review(review))
+        return ", ".join(outcomes) or "no pull request for this head"
 
     def _slash(self, job: Job) -> str:
         return run_slash_commands(self.github, self._state(job), job)

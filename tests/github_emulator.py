@@ -46,6 +46,7 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     body: dict[str, Any] = field(default_factory=lambda: {"message": "Server Error"})
     times: int = 1
+    delay: float = 0.0  # seconds to hang before answering (a stuck request)
 
 
 _STATEFUL = {
@@ -197,6 +198,7 @@ class GitHubEmulator:
                 if fault.times <= 0:
                     self.faults.remove(fault)
         if fault is not None:
+            time.sleep(fault.delay)
             return self._record(method, url.path, query, body, fault.status, fault.headers, fault.body)
         denied = self._authenticate(template, headers, params)
         if denied:

@@ -304,3 +304,135 @@ def test_a_400_file_pull_request_is_reviewed(
     assert make(emulator, queue).run_once() == 1
     assert runs_on(emulator, HEAD1)["gpuproof / code"]["status"] == "completed"
     assert len(emulator.posted("GET", f"/pulls/{NUMBER}/files")) == 4
+
+
+def test_rerun_button_reanalyses_the_pull_request(
+    emulator: GitHubEmulator, queue: JobQueue, serve: TestClient
+) -> None:
+    push(emulator, HEAD1, KERNEL + FAKE, "")
+    payload = copy.deepcopy(json.loads((EXAMPLES / "check_run" / "rerequested.payload.json").read_text()))
+    payload["repository"]["full_name"] = REPO
+    payload["installation"] = {"id": INSTALLATION, "node_id": "x"}
+    payload["check_run"]["head_sha"] = HEAD1
+    payload["check_run"]["pull_requests"] = (
+        [{**payload["check_run"]["pull_requests"][0], "number": NUMBER}]
+        if payload["check_run"]["pull_requests"]
+        else [
+            {
+                "number": NUMBER,
+                "id": 1,
+                "url": "u",
+                "head": {"ref": "h", "sha": HEAD1, "repo": {"id": 1, "url": "u", "name": "k"}},
+                "base": {"ref": "main", "sha": BASE, "repo": {"id": 1, "url": "u", "name": "k"}},
+            }
+        ]
+    )
+    raw = json.dumps(payload).encode()
+    response = serve.post(
+        "/webhooks/github",
+        content=raw,
+        headers={
+            "X-GitHub-Event": "check_run",
+            "X-GitHub-Delivery": "rerun-1",
+            "X-Hub-Signature-256": sign(SECRET, raw),
+        },
+    )
+    assert response.status_code == 202
+    assert make(emulator, queue).run_once() == 1
+    assert runs_on(emulator, HEAD1)["gpuproof / code"]["conclusion"] == "failure"
+
+
+def test_serve_and_worker_processes_survive_a_killed_worker(
+    emulator: GitHubEmulator, queue: JobQueue, redis_url: str, tmp_path: Path
+) -> None:
+    """Real processes: `gpuproof serve`, a worker killed with SIGKILL while its job is in
+    flight, and a second worker that completes the job exactly once."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    from tests.github_emulator import Fault
+
+    push(emulator, HEAD1, KERNEL + FAKE, "Implemented LayerNorm on GPU.")
+    key_file = tmp_path / "app.pem"
+    key_file.write_text(emulator.private_key)  # type: ignore[attr-defined]
+    env = {
+        **os.environ,
+        "GITHUB_WEBHOOK_SECRET": SECRET,
+        "REDIS_URL": redis_url,
+        "GITHUB_APP_ID": str(APP_ID),
+        "GITHUB_PRIVATE_KEY_PATH": str(key_file),
+        "GITHUB_API_URL": emulator.base_url,
+    }
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    logs = tmp_path / "logs.txt"
+    out = logs.open("w")
+
+    def start(*args: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "app.cli", *args], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+
+    processes = [start("serve", "--port", str(port))]
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                if httpx.get(f"{base}/readyz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        emulator.faults.append(Fault("/tarball/", 200, delay=30.0))  # the first worker hangs here
+        doomed = start("worker", "--name", "doomed")
+        processes.append(doomed)
+        payload = json.loads((EXAMPLES / "pull_request" / "opened.payload.json").read_text())
+        payload["repository"]["full_name"] = REPO
+        payload["installation"] = {"id": INSTALLATION, "node_id": "x"}
+        payload["pull_request"].update(number=NUMBER)
+        payload["pull_request"]["head"]["sha"] = HEAD1
+        raw = json.dumps(payload).encode()
+        posted = httpx.post(
+            f"{base}/webhooks/github",
+            content=raw,
+            headers={
+                "X-GitHub-Event": "pull_request",
+                "X-GitHub-Delivery": "proc-1",
+                "X-Hub-Signature-256": sign(SECRET, raw),
+            },
+        )
+        assert posted.status_code == 202
+        for _ in range(400):  # until the doomed worker has opened both check runs (then it hangs)
+            if len(runs_on(emulator, HEAD1)) == 2:
+                break
+            time.sleep(0.05)
+        time.sleep(0.5)
+        doomed.send_signal(signal.SIGKILL)  # mid-job: check runs created, nothing completed
+        doomed.wait(timeout=10)
+        assert {r["status"] for r in runs_on(emulator, HEAD1).values()} == {"in_progress"}, (
+            logs.read_text(), [(r.method, r.path, r.status) for r in emulator.requests])
+        processes.append(start("worker", "--name", "survivor", "--stale-after-ms", "500"))
+        for _ in range(300):
+            if {r["status"] for r in runs_on(emulator, HEAD1).values()} == {"completed"}:
+                break
+            time.sleep(0.05)
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=10)
+    runs = runs_on(emulator, HEAD1)
+    assert {n: r["conclusion"] for n, r in runs.items()} == {
+        "gpuproof / code": "failure",
+        "gpuproof / description": "failure",
+    }
+    assert len(emulator.review_comments) == 1 and len(emulator.issue_comments) == 1
+    text = logs.read_text()
+    assert SECRET not in text and emulator.private_key.splitlines()[1] not in text  # type: ignore[attr-defined]
+    for token in emulator.tokens:
+        assert token not in text

@@ -98,10 +98,19 @@ def slash_command(delivery: Delivery) -> Job | None:
     )
 
 
+def _numbers(pull_requests: list[dict[str, Any]] | None) -> list[int]:
+    return [int(pr["number"]) for pr in pull_requests or []]
+
+
 @on("check_run.rerequested")
 def rerun_check_run(delivery: Delivery) -> Job:
     run = delivery.payload["check_run"]
-    return delivery.job("rerun", head_sha=run["head_sha"], check_run_id=run["id"], name=run["name"])
+    return delivery.job(
+        "rerun",
+        head_sha=run["head_sha"],
+        check_run_id=run["id"],
+        pull_requests=_numbers(run.get("pull_requests")),
+    )
 
 
 @on("check_run.requested_action")
@@ -113,14 +122,16 @@ def requested_action(delivery: Delivery) -> Job:
         head_sha=run["head_sha"],
         check_run_id=run["id"],
         identifier=action.get("identifier", ""),
+        pull_requests=_numbers(run.get("pull_requests")),
     )
 
 
 @on("check_suite.requested", "check_suite.rerequested")
 def review_check_suite(delivery: Delivery) -> Job:
     suite = delivery.payload["check_suite"]
-    prs = [pr["number"] for pr in suite.get("pull_requests") or []]
-    return delivery.job("review-suite", head_sha=suite["head_sha"], pull_requests=prs)
+    return delivery.job(
+        "review-suite", head_sha=suite["head_sha"], pull_requests=_numbers(suite.get("pull_requests"))
+    )
 
 
 @on(
