@@ -436,3 +436,21 @@ def test_serve_and_worker_processes_survive_a_killed_worker(
     assert SECRET not in text and emulator.private_key.splitlines()[1] not in text  # type: ignore[attr-defined]
     for token in emulator.tokens:
         assert token not in text
+
+
+def test_many_findings_batch_annotations_and_cap_inline_comments(
+    emulator: GitHubEmulator, queue: JobQueue, serve: TestClient
+) -> None:
+    fakes = "".join(FAKE.replace("gpu_layer_norm", f"gpu_norm_{i}") for i in range(60))
+    push(emulator, HEAD1, KERNEL + fakes, "")
+    deliver(serve, "opened", HEAD1, "many")
+    deliver(serve, "opened", HEAD1, "many")  # the same delivery again
+    worker = make(emulator, queue)
+    assert worker.run_once() == 1 and worker.run_once() == 0
+    code = runs_on(emulator, HEAD1)["gpuproof / code"]
+    assert code["output"]["annotations_count"] == 60
+    run_updates = [r for r in emulator.posted("PATCH", "/check-runs/") if (r.body.get("output") or {}).get("annotations")]
+    assert all(len(r.body["output"]["annotations"]) <= 50 for r in run_updates)
+    assert len(emulator.review_comments) == 30  # the cap; the rest are in the check run
+    (review,) = emulator.posted("POST", "/reviews")
+    assert "30 more are listed" in review.body["body"]
