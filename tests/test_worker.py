@@ -161,8 +161,8 @@ def test_pull_request_is_reviewed_and_a_second_push_comments_only_what_is_new(
     push(emulator, HEAD2, fixed, "Implemented LayerNorm on GPU.")
     assert deliver(serve, "synchronize", HEAD2, "d2").status_code == 202
     assert worker.run_once() == 1
-    new = [c for c in emulator.review_comments if c["in_reply_to_id"] is None]
-    replies = [c for c in emulator.review_comments if c["in_reply_to_id"] is not None]
+    new = [c for c in emulator.review_comments if c.get("in_reply_to_id") is None]
+    replies = [c for c in emulator.review_comments if c.get("in_reply_to_id") is not None]
     assert [c["body"].count("gpu_rms_norm") > 0 for c in new] == [False, True]
     assert [r["in_reply_to_id"] for r in replies] == [comment["id"]]
     assert replies[0]["body"].startswith("Fixed in 222222222222")
@@ -416,7 +416,9 @@ def test_serve_and_worker_processes_survive_a_killed_worker(
         doomed.send_signal(signal.SIGKILL)  # mid-job: check runs created, nothing completed
         doomed.wait(timeout=10)
         assert {r["status"] for r in runs_on(emulator, HEAD1).values()} == {"in_progress"}, (
-            logs.read_text(), [(r.method, r.path, r.status) for r in emulator.requests])
+            logs.read_text(),
+            [(r.method, r.path, r.status) for r in emulator.requests],
+        )
         processes.append(start("worker", "--name", "survivor", "--stale-after-ms", "500"))
         for _ in range(300):
             if {r["status"] for r in runs_on(emulator, HEAD1).values()} == {"completed"}:
@@ -449,7 +451,9 @@ def test_many_findings_batch_annotations_and_cap_inline_comments(
     assert worker.run_once() == 1 and worker.run_once() == 0
     code = runs_on(emulator, HEAD1)["gpuproof / code"]
     assert code["output"]["annotations_count"] == 60
-    run_updates = [r for r in emulator.posted("PATCH", "/check-runs/") if (r.body.get("output") or {}).get("annotations")]
+    run_updates = [
+        r for r in emulator.posted("PATCH", "/check-runs/") if (r.body.get("output") or {}).get("annotations")
+    ]
     assert all(len(r.body["output"]["annotations"]) <= 50 for r in run_updates)
     assert len(emulator.review_comments) == 30  # the cap; the rest are in the check run
     (review,) = emulator.posted("POST", "/reviews")
