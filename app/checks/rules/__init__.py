@@ -15,6 +15,7 @@ from app.checks.rules import (
     fallback_without_warn,
     forbidden_phrasing,
     gpu_code_without_test,
+    gpu_test_ran_on_cpu,
     host_readback_per_op,
     missing_gap_report,
     reference_punt,
@@ -47,6 +48,8 @@ RULES: tuple[Rule, ...] = (
     forbidden_phrasing.RULE,
     unbacked_claim.RULE,
     missing_gap_report.RULE,
+    # Run-time rule: the GPU runner reports it.
+    gpu_test_ran_on_cpu.RULE,
 )
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
 SUPPRESSION_RULE = suppression_without_reason.RULE

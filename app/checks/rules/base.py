@@ -42,6 +42,7 @@ class Rule:
     needs_diff: bool = False  # only meaningful for the functions a diff touches
     doc: str = ""  # for rules without a check function; otherwise its docstring
     check_description: DescriptionCheck | None = None
+    runtime: bool = False  # judged by the GPU runner from what a test process launched
 
     @property
     def is_description_rule(self) -> bool:

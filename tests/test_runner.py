@@ -1,0 +1,134 @@
+"""The GPU runner's local part on a machine without a GPU: libtest parsing, one
+process per test, timeouts, the credentials kept from tests, and the
+gpu-test-ran-on-cpu finding. (The same code on a real GPU: docs/gpu-proof.md.)"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from app.runner.execute import TestRun, clean_environment, run_binary
+from app.runner.libtest import TestOutcome, parse_libtest
+from app.runner.local import gpu_test_findings
+
+FIXTURE = Path(__file__).parent / "fixtures" / "gpu-crate"
+
+
+@pytest.fixture(scope="session")
+def fixture_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture crate's test binary, built the way a CPU build runner builds it."""
+    if shutil.which("cargo") is None:
+        pytest.skip("cargo is not installed: the Rust fixture cannot be built")
+    target = tmp_path_factory.mktemp("cargo-target")
+    done = subprocess.run(
+        ["cargo", "test", "--no-run", "--offline", "--message-format=json", "--target-dir", str(target)],
+        cwd=FIXTURE,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for line in done.stdout.splitlines():
+        message = json.loads(line)
+        if (
+            message.get("reason") == "compiler-artifact"
+            and message.get("executable")
+            and message["profile"]["test"]
+        ):
+            return Path(message["executable"])
+    raise AssertionError("cargo built no test binary")
+
+
+def test_every_test_runs_in_its_own_process_with_its_outcome(fixture_binary: Path) -> None:
+    runs = {r.outcome.name: r for r in run_binary(fixture_binary, tracer=None)}
+    assert {name: r.outcome.status for name, r in runs.items()} == {
+        "tests::cpu_sum_passes": "passed",
+        "tests::cpu_sum_fails": "failed",
+        "tests::ignored_example": "ignored",
+        "tests::gpu_add_one_pretends": "passed",
+        "tests::gpu_add_one_launches_a_kernel": "failed",  # no GPU on this machine
+    }
+    failed = runs["tests::cpu_sum_fails"].outcome
+    assert (failed.file, failed.line) == ("src/lib.rs", 151)
+    assert "deliberately wrong" in failed.message
+    assert "needs an NVIDIA GPU" in runs["tests::gpu_add_one_launches_a_kernel"].outcome.message
+    assert all(r.launches == 0 for r in runs.values())
+
+
+def test_a_gpu_test_with_no_kernel_is_a_finding() -> None:
+    runs = [
+        TestRun(
+            "bin",
+            TestOutcome("tests::gpu_add_one_launches_a_kernel", "passed"),
+            launches=1,
+            kernels={"add_one": 1},
+        ),
+        TestRun("bin", TestOutcome("tests::gpu_add_one_pretends", "passed"), launches=0),
+        TestRun(
+            "bin", TestOutcome("tests::cuda_matmul", "failed"), launches=0
+        ),  # failing: reported as failed
+        TestRun("bin", TestOutcome("tests::cpu_sum_passes", "passed"), launches=0),  # not a GPU test
+    ]
+    findings = gpu_test_findings(runs, r"gpu|cuda")
+    assert [(f["rule"], f["test"]) for f in findings] == [
+        ("gpu-test-ran-on-cpu", "tests::gpu_add_one_pretends")
+    ]
+
+
+def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
+    fake = tmp_path / "fake_test_binary"
+    fake.write_text(
+        textwrap.dedent(f"""\
+        #!{sys.executable}
+        import sys, time, subprocess
+        if "--list" in sys.argv:
+            print("tests::hangs: test")
+            sys.exit(0)
+        subprocess.Popen(["sleep", "30"])  # a child that must die with it
+        time.sleep(30)
+        """)
+    )
+    fake.chmod(0o755)
+    (run,) = run_binary(fake, tracer=None, timeout=1.0)
+    assert run.timed_out and run.outcome.status == "failed" and run.seconds < 10
+
+
+def test_credentials_never_reach_the_tests() -> None:
+    env = clean_environment(
+        {
+            "PATH": "/bin",
+            "GITHUB_TOKEN": "t",
+            "GPUPROOF_RUNNER_TOKEN": "r",
+            "REDIS_URL": "redis://x",
+            "MY_SECRET": "s",
+            "HOME": "/root",
+        }
+    )
+    assert env == {"PATH": "/bin", "HOME": "/root"}
+
+
+def test_parse_libtest_output() -> None:
+    output = textwrap.dedent("""\
+        running 3 tests
+        test a::ok_one ... ok
+        test a::bad ... FAILED
+        test a::skip ... ignored, needs hardware
+
+        failures:
+
+        ---- a::bad stdout ----
+
+        thread 'a::bad' panicked at src/kernels.rs:42:9:
+        values differ
+        note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+        """)
+    assert parse_libtest(output) == [
+        TestOutcome("a::ok_one", "passed"),
+        TestOutcome("a::bad", "failed", "values differ", "src/kernels.rs", 42),
+        TestOutcome("a::skip", "ignored"),
+    ]
