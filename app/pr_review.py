@@ -10,6 +10,7 @@ import io
 import logging
 import re
 import tarfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,35 +66,27 @@ def review_pull_request(github: GitHubClient, state: PullRequestState, job: Job)
     try:
         config = _config(github, inst, pr)
     except ConfigError as exc:
-        for run_id in runs.values():
-            github.update_check_run(
-                inst,
-                repo,
-                run_id,
-                status="completed",
-                conclusion="neutral",
-                output={
-                    "title": "Invalid .github/gpuproof.yml",
-                    "summary": f"The base branch's configuration cannot be used: {exc}",
-                },
-            )
+        _neutral(
+            github,
+            inst,
+            repo,
+            runs.values(),
+            "Invalid .github/gpuproof.yml",
+            f"The base branch's configuration cannot be used: {exc}",
+        )
         return "invalid-config"
     touched = _touched(github, inst, pr)
     sources, _ = load_sources(_rust_sources(github.tarball(inst, repo, head), config))
     result = review(sources, config, touched, pr.title, pr.body)
     if not state.is_current(head):
-        for run_id in runs.values():
-            github.update_check_run(
-                inst,
-                repo,
-                run_id,
-                status="completed",
-                conclusion="neutral",
-                output={
-                    "title": "Superseded by a newer push",
-                    "summary": "A newer commit of this pull request is being reviewed.",
-                },
-            )
+        _neutral(
+            github,
+            inst,
+            repo,
+            runs.values(),
+            "Superseded by a newer push",
+            "A newer commit of this pull request is being reviewed.",
+        )
         return "superseded"
     rendered = render(result, github_linker(pr.html_url.split("/pull/")[0], head))
     for check in rendered["checks"]:
@@ -101,6 +94,21 @@ def review_pull_request(github: GitHubClient, state: PullRequestState, job: Job)
     _comment(github, state, inst, pr, rendered["comments"], result)
     _summary(github, inst, pr, rendered)
     return "reviewed"
+
+
+def _neutral(
+    github: GitHubClient, inst: int, repo: str, run_ids: Iterable[int], title: str, summary: str
+) -> None:
+    """Complete check runs that have nothing to judge (never left in progress)."""
+    for run_id in run_ids:
+        github.update_check_run(
+            inst,
+            repo,
+            run_id,
+            status="completed",
+            conclusion="neutral",
+            output={"title": title, "summary": summary},
+        )
 
 
 def _check_run(github: GitHubClient, inst: int, repo: str, head: str, name: str) -> int:

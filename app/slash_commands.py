@@ -26,9 +26,8 @@ def run_slash_commands(github: GitHubClient, state: PullRequestState, job: Job) 
     number, author = int(str(job.payload["number"])), str(job.payload["author"])
     github.add_reaction(inst, repo, int(str(job.payload["comment_id"])), "eyes")
     answers = []
-    commands = job.payload["commands"]
-    assert isinstance(commands, list)
-    for name, *args in commands:
+    commands = job.payload.get("commands")
+    for name, *args in commands if isinstance(commands, list) else []:
         handler = _COMMANDS.get(name)
         if handler is None:
             answers.append(f"`/gpuproof {name}` is not a command. {HELP}")

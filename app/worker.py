@@ -68,10 +68,9 @@ class Worker:
         return review_pull_request(self.github, self._state(job), job)
 
     def _review_each(self, job: Job) -> str:
-        numbers = job.payload.get("pull_requests") or []
-        assert isinstance(numbers, list)
+        numbers = job.payload.get("pull_requests")
         outcomes = []
-        for number in numbers:
+        for number in numbers if isinstance(numbers, list) else []:
             review = Job(
                 "review-pr",
                 job.repository,

@@ -95,3 +95,34 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield f"redis://127.0.0.1:{port}/0"
     server.terminate()
     server.wait(timeout=10)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def start_serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """`gpuproof serve` as a real process; returns it and its base URL once it is ready."""
+    import sys
+
+    import httpx
+
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=log.open("a"),
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(150):
+        try:
+            if httpx.get(f"{base}/readyz").status_code == 200:
+                return process, base
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError(f"gpuproof serve did not become ready:\n{log.read_text()}")

@@ -19,6 +19,7 @@ from app.settings import Secret, ServiceSettings, SettingsError, service_setting
 from app.webhooks.commands import parse_commands
 from app.webhooks.server import create_app
 from app.webhooks.signature import sign
+from tests.conftest import start_serve
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "shared/github/webhooks/examples/api.github.com"
 SECRET = "it's-a-secret-to-everybody"
@@ -209,47 +210,24 @@ def test_settings_need_the_webhook_secret_and_never_show_it() -> None:
 
 def test_serve_command_runs_the_endpoint(redis_url: str, tmp_path: Path) -> None:
     import os
-    import socket
-    import subprocess
-    import sys
-    import time
 
     import httpx
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {**os.environ, "GITHUB_WEBHOOK_SECRET": SECRET, "REDIS_URL": redis_url}
-    log = (tmp_path / "serve.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    log = tmp_path / "serve.log"
+    server, base = start_serve({**os.environ, "GITHUB_WEBHOOK_SECRET": SECRET, "REDIS_URL": redis_url}, log)
     try:
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                if httpx.get(f"{base}/readyz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
         body = b'{"zen": "Design for failure."}'
-        response = httpx.post(
-            f"{base}/webhooks/github",
-            content=body,
-            headers={
-                "X-GitHub-Event": "ping",
-                "X-GitHub-Delivery": "live-1",
-                "X-Hub-Signature-256": sign(SECRET, body),
-            },
-        )
+        headers = {
+            "X-GitHub-Event": "ping",
+            "X-GitHub-Delivery": "live-1",
+            "X-Hub-Signature-256": sign(SECRET, body),
+        }
+        response = httpx.post(f"{base}/webhooks/github", content=body, headers=headers)
         assert response.json() == {"outcome": "pong", "zen": "Design for failure."}
     finally:
         server.terminate()
         server.wait(timeout=10)
-    assert SECRET not in (tmp_path / "serve.log").read_text()
+    assert SECRET not in log.read_text()
 
 
 def test_serve_without_a_secret_is_exit_2(

@@ -23,6 +23,7 @@ from app.settings import Secret, ServiceSettings
 from app.webhooks.server import create_app
 from app.webhooks.signature import sign
 from app.worker import Worker
+from tests.conftest import start_serve
 from tests.github_emulator import SPEC_PATH, GitHubEmulator
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "shared/github/webhooks/examples/api.github.com"
@@ -349,7 +350,6 @@ def test_serve_and_worker_processes_survive_a_killed_worker(
     flight, and a second worker that completes the job exactly once."""
     import os
     import signal
-    import socket
     import subprocess
     import sys
     import time
@@ -369,9 +369,6 @@ def test_serve_and_worker_processes_survive_a_killed_worker(
         "GITHUB_PRIVATE_KEY_PATH": str(key_file),
         "GITHUB_API_URL": emulator.base_url,
     }
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     logs = tmp_path / "logs.txt"
     out = logs.open("w")
 
@@ -380,15 +377,9 @@ def test_serve_and_worker_processes_survive_a_killed_worker(
             [sys.executable, "-m", "app.cli", *args], env=env, stdout=out, stderr=subprocess.STDOUT
         )
 
-    processes = [start("serve", "--port", str(port))]
+    serve_process, base = start_serve(env, logs)
+    processes = [serve_process]
     try:
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                if httpx.get(f"{base}/readyz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
         emulator.faults.append(Fault("/tarball/", 200, delay=30.0))  # the first worker hangs here
         doomed = start("worker", "--name", "doomed")
         processes.append(doomed)
