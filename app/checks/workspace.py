@@ -171,10 +171,12 @@ class Workspace:
         return ""
 
     def _is_external_gpu_routine(self, call: Call, caller: Function) -> bool:
-        if call.is_method or _ACCESSOR.match(call.name) or gpu_code.TRANSFER_NAME.search(call.name):
+        if call.is_method:
             return False
-        key = call_key(call, caller)
+        key = call_key(call, caller)  # the dict lookup first: most calls resolve
         if key is None or key in self.definitions:
+            return False
+        if _ACCESSOR.match(call.name) or gpu_code.TRANSFER_NAME.search(call.name):
             return False
         owner = call.qualifier.rsplit("::", 1)[-1]
         gpu_owner = gpu_code.GPU_TYPE_NAME.search(owner) and not _PLAIN_TYPE.search(owner)
