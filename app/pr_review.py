@@ -7,11 +7,11 @@ hidden marker), and the summary comment is found by its marker and edited."""
 from __future__ import annotations
 
 import io
-import logging
 import re
 import tarfile
 from collections.abc import Iterable
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from typing import Any
 
 from app.checks.review import Review, review
@@ -22,8 +22,6 @@ from app.github.client import GitHubClient
 from app.queue.jobs import Job, PullRequestState
 from app.report.checkrun import CODE_CHECK, DESCRIPTION_CHECK, github_linker, render
 from app.scan import load_sources
-
-log = logging.getLogger("gpuproof.review")
 
 MAX_INLINE_COMMENTS = 30
 ANNOTATIONS_PER_REQUEST = 50  # the Checks API limit
@@ -145,8 +143,6 @@ def _touched(github: GitHubClient, inst: int, pr: PullRequest) -> dict[str, froz
 def _rust_sources(tarball: bytes, config: RepoConfig) -> dict[str, bytes]:
     """The .rs files of a repository tarball, extracted in memory and safely: no
     links, no absolute or parent paths, no oversized files."""
-    from fnmatch import fnmatch
-
     files: dict[str, bytes] = {}
     total = 0
     with tarfile.open(fileobj=io.BytesIO(tarball), mode="r:*") as archive:
@@ -161,7 +157,7 @@ def _rust_sources(tarball: bytes, config: RepoConfig) -> dict[str, bytes]:
                 continue
             total += member.size
             if total > MAX_TREE_BYTES:
-                break
+                break  # the rest of a huge tree is not indexed; the review still runs
             handle = archive.extractfile(member)
             if handle is not None:
                 files[path] = handle.read()

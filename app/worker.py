@@ -15,6 +15,7 @@ from app.queue.jobs import Job, JobConsumer, JobQueue, PullRequestState
 from app.slash_commands import run_slash_commands
 
 log = logging.getLogger("gpuproof.worker")
+MAX_ATTEMPTS = 3  # deliveries of a job that keeps crashing before it is dropped
 
 
 class Worker:
@@ -56,6 +57,14 @@ class Worker:
                     self.consumer.done(entry_id)  # retrying cannot help
                 else:
                     log.warning("job %s (%s) failed, will be retried: %s", entry_id, job.kind, exc)
+                continue
+            except Exception:  # a bug or bad data: retried a few times, then given up, never fatal
+                attempts = self.consumer.deliveries(entry_id)
+                log.exception(
+                    "job %s (%s) crashed (attempt %d of %d)", entry_id, job.kind, attempts, MAX_ATTEMPTS
+                )
+                if attempts >= MAX_ATTEMPTS:
+                    self.consumer.done(entry_id)
                 continue
             log.info("job %s (%s for %s): %s", entry_id, job.kind, job.repository, outcome)
             self.consumer.done(entry_id)

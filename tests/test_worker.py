@@ -449,3 +449,20 @@ def test_many_findings_batch_annotations_and_cap_inline_comments(
     assert len(emulator.review_comments) == 30  # the cap; the rest are in the check run
     (review,) = emulator.posted("POST", "/reviews")
     assert "30 more are listed" in review.body["body"]
+
+
+def test_a_job_that_keeps_crashing_is_dropped_after_three_attempts(
+    emulator: GitHubEmulator, queue: JobQueue, serve: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    push(emulator, HEAD1, KERNEL, "")
+    deliver(serve, "opened", HEAD1, "crash")
+    worker = make(emulator, queue, stale_after_ms=0)
+
+    def crash(job: Any) -> str:
+        raise RuntimeError("a bug")
+
+    worker.handlers["review-pr"] = crash
+    for _ in range(3):
+        assert worker.run_once() == 1
+    assert worker.run_once() == 0  # dropped, not retried forever
+    assert caplog.text.count("crashed") == 3

@@ -103,6 +103,11 @@ class JobConsumer:
     def done(self, entry_id: str) -> None:
         self.client.xack(STREAM, GROUP, entry_id)
 
+    def deliveries(self, entry_id: str) -> int:
+        """How many times the job has been handed to a worker."""
+        pending: Any = self.client.xpending_range(STREAM, GROUP, min=entry_id, max=entry_id, count=1)
+        return int(pending[0]["times_delivered"]) if pending else 1
+
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
