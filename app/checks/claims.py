@@ -85,6 +85,7 @@ _NOT_A_SUBJECT = re.compile(
     r"|changes?\b|summary\b|notes?\b|status\b|rs\b|add(?:s|ed)?\b|implement\w*|port(?:s|ed)?\b|wire\w*|new\b)",
     re.I,
 )
+_TEST_NAME = re.compile(r"test|_matches_|_reference\b", re.I)
 # Words around the subject that are not part of its name.
 _SUBJECT_NOISE = re.compile(
     r"\([^)]*\)|<[^>]*>|\b(?:the|a|an|fused|native|new|all|both|full|fully|its|our|existing|"
@@ -158,10 +159,18 @@ def _subjects(phrase: str) -> list[str]:
     if _NOT_A_SUBJECT.match(phrase):
         return []
     cleaned = _SUBJECT_NOISE.sub(" ", phrase)
-    parts = re.split(r"\s*(?:,|/|\band\b|&|\+)\s*", cleaned)
-    return [
-        " ".join(p.split()).strip(" .-:") for p in parts if subject_words(p) and not _NOT_A_SUBJECT.match(p)
-    ]
+    parts = (" ".join(p.split()).strip(" .-:()") for p in re.split(r"\s*(?:,|/|\band\b|&|\+)\s*", cleaned))
+    return [p for p in parts if _names_something(p)]
+
+
+def _names_something(subject: str) -> bool:
+    """A word of three letters or more, not a test's name ("gpu_gelu_matches_cpu_reference")."""
+    return (
+        any(len(w) >= 3 for w in re.findall(r"[A-Za-z]+", subject))
+        and bool(subject_words(subject))
+        and not _NOT_A_SUBJECT.match(subject)
+        and not _TEST_NAME.search(subject)
+    )
 
 
 def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings: list[Finding]) -> None:

@@ -64,7 +64,8 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     for branch in fn.branches:
         cond = _expanded(item, branch.condition)
         choices: list[tuple[int, int]] = []
-        if not (item.is_gpu_code or _DEVICE_TEST.search(cond) or _GPU_CHOICE.search(cond)):
+        in_gpu_branch = _inside_device_branch(item, branch.start)
+        if not (item.is_gpu_code or in_gpu_branch or _DEVICE_TEST.search(cond) or _GPU_CHOICE.search(cond)):
             # Device-agnostic code: a layout test whose branch rebuilds the tensor from a
             # host copy sends a GPU tensor with that layout to the CPU.
             if _LAYOUT_TEST.search(cond) and _demotes_to_host(item, branch.then_start, branch.then_end):
@@ -122,6 +123,16 @@ def _expanded(item: IndexedFunction, cond: str) -> str:
     return f"{cond} /* = {found.group(1).decode('utf-8', 'replace')} */" if found else cond
 
 
+def _inside_device_branch(item: IndexedFunction, offset: int) -> bool:
+    """Inside the then-block of `if x.is_cuda()`: only GPU tensors get here."""
+    return any(
+        b.then_start <= offset < b.then_end
+        and _DEVICE_TEST.search(b.condition)
+        and not b.condition.strip().startswith("!")
+        for b in item.fn.branches
+    )
+
+
 def _fast_path_then_cpu(item: IndexedFunction, cond: str, then_start: int, then_end: int) -> bool:
     """``if x.is_cuda() && <easy case> { ..; return }`` (or a device test whose block
     returns only for the easy case): whatever the test rejects continues below."""
@@ -131,9 +142,9 @@ def _fast_path_then_cpu(item: IndexedFunction, cond: str, then_start: int, then_
         return False
     if _SHAPE_TEST.search(cond):
         return not ends_in_error(item, then_start, then_end)
-    nested_gate = any(
-        then_start <= b.start < then_end and _SHAPE_TEST.search(b.condition) for b in item.fn.branches
-    )
+    # Any test inside decides which GPU tensors take the fast path (a dtype, a layout,
+    # a storage variant, a backend being present); the others fall through to the CPU.
+    nested_gate = any(then_start <= b.start < then_end for b in item.fn.branches)
     return nested_gate and not always_returns(item, then_start, then_end)
 
 
