@@ -17,13 +17,13 @@ from app.checks.workspace import IndexedFunction, Workspace
 _DONE = (
     r"(?:implemented|implements|implement|added|adds|wrote|writes|landed|lands|introduced|introduces"
     r"|ported|ports|moved|moves|brought|brings|enabled|enables|built|builds|shipped|ships|now does"
-    r"|routes|routed|dispatches|dispatched|wired|wires)"
+    r"|routes|routed|dispatches|dispatched|wire|wired|wires)"
 )
 _TARGET = r"(?:the\s+)?(?:gpu|gpus|cuda|device|wgpu|cubecl|metal|accelerator)\b"
 _X = r"(?P<x>[\w<>\-/+.,()' ]{2,80}?)"
 _END = r"(?=\s*(?:[.;:!,]|$|\s+(?:with|using|via|and|so|which|that|—|-|\(|for|on|in)\b))"
 _GPU_ADJ = r"(?:gpu|cuda)[- ]accelerated"
-_RESIDENT_ADJ = r"(?:gpu|cuda)[- ](?:native|resident|aware)|device[- ]resident"
+_RESIDENT_ADJ = r"(?:gpu|cuda)[- ](?:native|resident|aware)|device[- ]resident|on[- ]device"
 _PREFIX = r"^(?:\w+(?:\([\w,\s-]*\))?:\s*)?"  # a conventional-commit "feat(gpu): "
 # Claims that say outright that the work is done on the GPU. Unresolvable ones are
 # reported as unverifiable.
@@ -45,6 +45,7 @@ CLAIM_PATTERNS = tuple(
         rf"\b(?:gpu|cuda)\s+(?P<dir>forward|backward)\s+for\s+{_X}{_END}",
         rf"\bnative\s+(?:ptx|cuda|gpu)\s+{_X}{_END}",
         rf"\b{_X}\s+via\s+(?:cublas|cublaslt|cufft|cusolver|cudnn|nccl|cusparse|curand)\w*",
+        rf"\b{_X}\s+(?:gpu|cuda)\s+acceleration\b",
         rf"\b{_DONE}\s+(?:a\s+|an\s+|the\s+)?(?:gpu|cuda)\s+{_X}{_END}",
         rf"\b{_X}\s+supports?\s+[^.;]{{0,30}}\bon\s+{_TARGET}",
         rf"^{_X}\s*:\s*(?:a\s+|an\s+)?(?:new\s+)?(?:ptx|cuda|gpu)\s+kernel",

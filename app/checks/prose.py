@@ -113,7 +113,7 @@ def words(text: str) -> list[str]:
 
 
 def _stem(word: str) -> str:
-    for suffix in ("ations", "ation", "ings", "ing", "ies", "es", "s"):
+    for suffix in ("ations", "ation", "ates", "ate", "ings", "ing", "ies", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
     return word
