@@ -110,7 +110,6 @@ def test_negations_plans_underclaims_and_quotes_are_not_claims(body: str) -> Non
         "Softmax works on GPU when available, CPU otherwise.",
         "softmax: uses the GPU if it is available and the host otherwise",
         "On error it **falls back to the CPU**.",
-        "Best-effort CUDA support for softmax.",
         "Adds a graceful CPU fallback.",
         "If CUDA is unavailable we simply run on the host.",
         "It degrades gracefully to the CPU.",
@@ -119,6 +118,11 @@ def test_negations_plans_underclaims_and_quotes_are_not_claims(body: str) -> Non
 def test_forbidden_phrasings_are_flagged(body: str) -> None:
     found = run_review({"src/lib.rs": KERNEL}, body=body).description
     assert [f.rule for f in found] == ["forbidden-phrasing"]
+
+
+def test_best_effort_support_is_both_a_forbidden_phrasing_and_a_claim() -> None:
+    found = run_review({"src/lib.rs": KERNEL}, body="Best-effort CUDA support for softmax.").description
+    assert sorted(f.rule for f in found) == ["forbidden-phrasing", "unbacked-claim"]
 
 
 @pytest.mark.parametrize(
@@ -278,6 +282,19 @@ def test_review_body_file_and_bad_revision(tmp_path: Path, capsys: pytest.Captur
         ("scale on GPU", "", ["scale"]),  # a soft shape, kept because it resolves
         ("attention on GPU", "", []),  # a soft shape that names nothing changed: dropped
         ("", "Moved the GPU tensors to the CPU before reading them.", []),
+        ("Move scale onto the device", "", ["scale"]),
+        ("", "Scale is now computed by a hand-written PTX kernel (`gpu_scale`).", ["Scale"]),
+        ("", "Scale is now a CubeCL kernel.", ["Scale"]),
+        ("fix: proper GPU kernels for scale and gather [CL-1]", "", ["scale", "gather"]),
+        ("fix: GPU-native scale — eliminate CPU round-trip in backward", "", ["scale"]),
+        ("feat(scale): GPU-aware path", "", ["scale"]),
+        # A soft shape: "gather" names nothing the diff changes, so only "scale" stays.
+        ("feat(ops): GPU-aware fast paths for scale/gather [CL-2]", "", ["scale"]),
+        ("fix(ops): migrate transforms.rs to device-resident ops", "", ["transforms.rs"]),
+        ("", "All indexing ops now keep tensors on-device.", ["indexing"]),
+        ("feat: native CUDA path for scale forward + backward", "", ["scale", "scale backward"]),
+        ("", "Add a GPU CI job that runs the tests on the self-hosted runner.", []),  # tooling, not an op
+        ("", "The loader wraps output as device-resident Tensor.", []),  # ends in a preposition
     ],
 )
 def test_claim_shapes(title: str, body: str, subjects: list[str]) -> None:

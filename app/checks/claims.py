@@ -17,11 +17,15 @@ from app.checks.workspace import IndexedFunction, Workspace
 _DONE = (
     r"(?:implemented|implements|implement|added|adds|wrote|writes|landed|lands|introduced|introduces"
     r"|ported|ports|moved|moves|brought|brings|enabled|enables|built|builds|shipped|ships|now does"
-    r"|routes|routed|dispatches|dispatched|wire|wired|wires)"
+    r"|routes|routed|dispatches|dispatched|wire|wired|wires|add|move|port|enable|bring|build|ship|land"
+    r"|introduce|write|route|dispatch|migrate|migrated|migrates|unblocks?|unblocked)"
 )
 _TARGET = r"(?:the\s+)?(?:gpu|gpus|cuda|device|wgpu|cubecl|metal|accelerator)\b"
 _X = r"(?P<x>[\w<>\-/+.,()' ]{2,80}?)"
-_END = r"(?=\s*(?:[.;:!,]|$|\s+(?:with|using|via|and|so|which|that|—|-|\(|for|on|in)\b))"
+_END = (
+    r"(?=\s*(?:[.;:!,]|$|\s+(?:with|using|via|and|so|which|that|for|on|in"
+    r"|eliminating|removing|replacing|avoiding)\b|\s+(?:—|-|\(|\[)))"
+)
 _GPU_ADJ = r"(?:gpu|cuda)[- ]accelerated"
 _RESIDENT_ADJ = r"(?:gpu|cuda)[- ](?:native|resident|aware)|device[- ]resident|on[- ]device"
 _PREFIX = r"^(?:\w+(?:\([\w,\s-]*\))?:\s*)?"  # a conventional-commit "feat(gpu): "
@@ -33,14 +37,22 @@ CLAIM_PATTERNS = tuple(
         rf"\b{_DONE}\s+(?:a\s+|an\s+|the\s+)?(?:native\s+)?(?:gpu|cuda|cubecl|wgpu|ptx|device)[- ]"
         rf"(?:side\s+)?(?:support|kernels?|path|implementation|version|backend|forward|backward|port)s?"
         rf"\s+(?:for|of)\s+{_X}{_END}",
-        rf"\b{_X}\s+(?:has|have)\s+been\s+(?:ported|moved|implemented)\s+(?:over\s+)?(?:on|to|onto|in)\s+{_TARGET}",
+        rf"\b{_X}\s+(?:(?:has|have)\s+been\s+|(?:is|are|was|were)\s+)?(?:ported|moved|implemented)\s+(?:over\s+)?"
+        rf"(?:on|to|onto|in|into)\s+{_TARGET}",
+        rf"\b{_X}\s+(?:is|are)\s+(?:now\s+)?(?:(?:computed|implemented|executed|done|run)\s+(?:by|with|in|as)\s+)?"
+        rf"(?:a|an)\s+(?:[\w-]+\s+){{0,2}}?(?:ptx|cuda|gpu|cubecl|wgpu)\s+kernel",
+        rf"\b{_DONE}\s+{_X}\s+to\s+(?:{_RESIDENT_ADJ})",
+        rf"\b{_X}\s+(?:now\s+)?(?:keeps?|stays?|remains?)\s+(?:\w+\s+){{0,2}}?"
+        rf"on[- ](?:the\s+)?(?:device|gpu)\b",
         rf"\b{_DONE}\s+(?:over\s+)?{_X}\s+(?:over\s+)?(?:on|for|to|in|onto|into)\s+{_TARGET}",
         rf"\b(?:{_GPU_ADJ})\s+{_X}{_END}",
         rf"\b{_X}\s+(?:is|are)\s+(?:now\s+)?(?:fully\s+)?(?:{_GPU_ADJ})\b",
         rf"{_PREFIX}{_X}\s+(?:now\s+)?(?:{_GPU_ADJ})\b",
         rf"\b{_X}\s+(?:now\s+)?(?:runs|run|executes|execute|is computed|are computed|lives|live)"
         rf"\s+(?:entirely\s+|fully\s+|natively\s+)?on\s+{_TARGET}",
-        rf"\b(?:native\s+)?(?:gpu|cuda|cubecl|wgpu|ptx)\s+(?:forward\s+|backward\s+)?(?:kernels?|path|implementation)"
+        rf"\b(?:native\s+|best[- ]effort\s+|proper\s+)?(?:gpu|cuda|cubecl|wgpu|ptx)\s+"
+        rf"(?:forward\s+|backward\s+)?"
+        rf"(?:kernels?|path|implementation|support)"
         rf"\s+for\s+{_X}{_END}",
         rf"\b(?:gpu|cuda)\s+(?P<dir>forward|backward)\s+for\s+{_X}{_END}",
         rf"\bnative\s+(?:ptx|cuda|gpu)\s+{_X}{_END}",
@@ -62,10 +74,12 @@ SOFT_CLAIM_PATTERNS = tuple(
         rf"\b{_X}\s*,?\s+on\s+{_TARGET}\s*[.!]?\s*$",
         rf"\b{_X}\s+(?:uses|use)\s+(?:the\s+)?(?:gpu|cuda)\b",
         rf"{_PREFIX}(?:native\s+)?(?:gpu|cuda|ptx)\s+{_X}\s+(?:kernels?|path|(?P<dir2>backward|forward))\b",
-        rf"{_PREFIX}{_X}\s+(?:cuda|gpu|ptx)\s+(?:forward\s+|backward\s+)?(?:kernel|path)s?\b",
+        rf"{_PREFIX}(?P<done>{_DONE}\s+)?{_X}\s+(?:cuda|gpu|ptx)\s+(?:forward\s+|backward\s+)?(?:kernel|path)s?\b",
+        rf"\b(?:{_RESIDENT_ADJ})\s+(?:fast\s+)?(?:paths?|kernels?|implementations?|versions?)\s+(?:for|of)\s+{_X}{_END}",
+        rf"^\w+\((?P<scope>[\w-]+)\):\s*(?:{_RESIDENT_ADJ}|gpu|cuda)\s+(?:fast\s+)?(?:paths?|kernels?|support)\b",
+        rf"{_PREFIX}{_X}\s+(?:now\s+)?(?:{_RESIDENT_ADJ}|on[- ]device)\b",
         rf"\b(?:{_RESIDENT_ADJ})\s+{_X}{_END}",
         rf"\b{_X}\s+(?:is|are)\s+(?:now\s+)?(?:fully\s+)?(?:{_RESIDENT_ADJ})\b",
-        rf"{_PREFIX}{_X}\s+(?:now\s+)?(?:{_RESIDENT_ADJ}|on[- ]device)\b",
     )
 )
 # "GPU kernels:" followed by a list: each item is a claim.
@@ -81,16 +95,20 @@ _NOT_A_CLAIM = re.compile(
 )
 _HOST = re.compile(r"\b(?:cpu|host)\b", re.I)  # "moved GPU tensors to CPU" claims nothing for the GPU
 _NOT_A_SUBJECT = re.compile(
-    r"\s*(?:\d|in\b|on\b|for\b|when\b|via\b|to\b|at\b|is\b|are\b|over\b|by\b|with\b|from\b|as\b"
+    r"\s*(?:\d(?!-?d\b)|in\b|on\b|for\b|when\b|via\b|to\b|at\b|is\b|are\b|over\b|by\b|with\b|from\b|as\b"
     r"|this\b|that\b|it\b|result|tensor\b|output|input|data\b|end-to-end|next\b|done\b|todo\b|tests?\b"
     r"|changes?\b|summary\b|notes?\b|status\b|rs\b|add(?:s|ed)?\b|implement\w*|port(?:s|ed)?\b|wire\w*|new\b)",
     re.I,
 )
-_TEST_NAME = re.compile(r"test|_matches_|_reference\b", re.I)
+_AND_ONE_MORE = re.compile(r"\s+and\s+[\w<>\-/.]+(?=\s*(?:[.;:!,\[(]|$))")
+# Tests, CI and tooling are not GPU ops ("Add a GPU CI job").
+_ENDS_WITH_PREPOSITION = re.compile(r"\b(?:as|to|by|via|in|of|on|for|with|from)$", re.I)
+_TEST_NAME = re.compile(r"test|_matches_|_reference\b|\bci\b|\bjobs?\b|workflow|\brunners?\b|benchmark", re.I)
 # Words around the subject that are not part of its name.
 _SUBJECT_NOISE = re.compile(
     r"\([^)]*\)|<[^>]*>|\b(?:the|a|an|fused|native|new|all|both|full|fully|its|our|existing|"
-    r"kernels?|ops?|paths?|support|implementation|version|forward|dispatch|now|too|also)\b",
+    r"kernels?|ops?|paths?|support|implementation|version|forward|dispatch|now|too|also"
+    r"|unblocks?|extends?|extended)\b|'s\b|\b\d-?D\b",
     re.I,
 )
 _DETOUR_RULES = HOST_DETOUR_RULES | {"cpu-detour"}
@@ -131,7 +149,7 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
             claims.extend(Claim(text, subject, sentence.line) for subject in _subjects(text))
             continue
         listing = bool(_LIST_HEAD.match(text))
-        for clause in re.split(r"\s*(?:;|\s\+\s|\s+and\s+(?=(?:added|implemented|ported|moved)))\s*", text):
+        for clause in re.split(r"\s*(?:;|\s+and\s+(?=(?:added|implemented|ported|moved)))\s*", text):
             claims.extend(_clause_claims(clause, sentence.line))
     return claims
 
@@ -145,22 +163,34 @@ def _clause_claims(clause: str, line: int) -> list[Claim]:
             if _NOT_A_CLAIM.search(clause[: found.end()]) or _HOST.search(found.group()):
                 return []
             groups = found.groupdict()
-            phrase = groups.get("x") or groups.get("x2") or ""
+            soft = soft and not groups.get("done")  # "implement X GPU kernel" says it outright
+            phrase = groups.get("x") or groups.get("x2") or groups.get("scope") or ""
+            # "kernels for index_select and masked_fill": the list goes on past the "and".
+            listed = _AND_ONE_MORE.match(clause, found.end())
+            if listed and groups.get("x"):
+                phrase += listed.group()
             direction = groups.get("dir") or groups.get("dir2") or ""
             subjects = _subjects(phrase)
             if direction and subjects:
                 subjects = [f"{s} {direction}" for s in subjects]
-            return [Claim(clause, subject, line, soft=soft) for subject in subjects]
+            if subjects:  # a shape that names nothing leaves the clause to the next one
+                return [Claim(clause, subject, line, soft=soft) for subject in subjects]
     return []
 
 
 def _subjects(phrase: str) -> list[str]:
     """The things a claim names: "GELU and SiLU" is two, "(inference)" and "the fused"
     are noise. A phrase that starts with a preposition or a number names nothing."""
-    if _NOT_A_SUBJECT.match(phrase):
-        return []
+    if _NOT_A_SUBJECT.match(phrase) or re.search(r"\bso\b", phrase, re.I):
+        return []  # "... so the entire path" runs on into a second clause
+    # "GELU is now computed by ...": the subject ends at its verb.
+    phrase = re.split(r"\s+(?:is|are|was|were)\s+", phrase, maxsplit=1)[0]
     cleaned = _SUBJECT_NOISE.sub(" ", phrase)
-    parts = (" ".join(p.split()).strip(" .-:()") for p in re.split(r"\s*(?:,|/|\band\b|&|\+)\s*", cleaned))
+    parts = [" ".join(p.split()).strip(" .-:()") for p in re.split(r"\s*(?:,|/|\band\b|&|\+)\s*", cleaned)]
+    # "mean_dim forward + backward": the bare direction belongs to the op before it.
+    for i in range(1, len(parts)):
+        if parts[i].lower() == "backward" and parts[i - 1]:
+            parts[i] = f"{parts[i - 1].split()[0]} backward"
     return [p for p in parts if _names_something(p)]
 
 
@@ -171,6 +201,7 @@ def _names_something(subject: str) -> bool:
         and bool(subject_words(subject))
         and not _NOT_A_SUBJECT.match(subject)
         and not _TEST_NAME.search(subject)
+        and not _ENDS_WITH_PREPOSITION.search(subject)
     )
 
 

@@ -94,6 +94,7 @@ ALTERNATIVES = {
     "convolution": ("conv",),
     "normalization": ("norm",),
     "attention": ("attn", "sdpa", "flash"),
+    "gradient": ("grad",),
 }
 # A compound word in a claim is written as separate words in function names.
 COMPOUNDS = {

@@ -53,6 +53,9 @@ class SourceFile:
 Key = tuple[str, ...]
 
 
+_CUBE_LAUNCHERS = frozenset({"launch", "launch_unchecked"})
+
+
 def call_key(call: Call, caller: Function) -> Key | None:
     """The name under which a call is resolved, or None for a name too generic to resolve."""
     if call.is_method:
@@ -63,6 +66,9 @@ def call_key(call: Call, caller: Function) -> Key | None:
             return ("t", caller.impl_type, call.name) if caller.impl_type else ("f", call.name)
         if last[:1].isupper():
             return ("t", last, call.name)
+        if call.name in _CUBE_LAUNCHERS:
+            # `#[cube(launch)] fn relu_kernel` generates `relu_kernel::launch`: a call of the kernel.
+            return ("f", last)
     return ("f", call.name)
 
 
