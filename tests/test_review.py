@@ -323,3 +323,37 @@ def test_inline_host_computation_in_an_error_arm_is_a_silent_fallback() -> None:
         """
     found = run_review({"src/lib.rs": code}, body="").code.findings
     assert "silent-fallback" in {f.rule for f in found}
+
+
+CUBECL_RELU = """
+    #[cube(launch)]
+    fn relu_kernel<F: Float>(input: &Array<F>, output: &mut Array<F>) {
+        output[ABSOLUTE_POS] = F::max(input[ABSOLUTE_POS], F::new(0.0));
+    }
+
+    pub fn gpu_relu<R: Runtime>(client: &ComputeClient<R::Server, R::Channel>, input: &Handle, n: usize) -> Handle {
+        let output = client.empty(n * 4);
+        unsafe {
+            relu_kernel::launch::<f32, R>(client, CubeCount::Static(1, 1, 1), CubeDim::new(n as u32, 1, 1),
+                ArrayArg::from_raw_parts::<f32>(input, n, 1), ArrayArg::from_raw_parts::<f32>(&output, n, 1));
+        }
+        output
+    }
+    """
+CUBECL_TEST = """
+    #[test]
+    fn relu_on_wgpu() {
+        let device = WgpuDevice::default();
+        let client = WgpuRuntime::client(&device);
+        let input = client.create(f32::as_bytes(&[-1.0f32, 2.0]));
+        gpu_relu::<WgpuRuntime>(&client, &input, 2);
+    }
+    """
+
+
+def test_cubecl_kernel_is_reached_through_its_generated_launcher() -> None:
+    # `#[cube(launch)] fn relu_kernel` is called as `relu_kernel::launch`: the test that
+    # calls gpu_relu reaches the kernel, so a claim about ReLU is backed.
+    files = {"src/relu.rs": CUBECL_RELU, "tests/wgpu.rs": CUBECL_TEST}
+    assert claims_of("ReLU is now a CubeCL kernel.", files) == [("ReLU", True)]
+    assert claims_of("ReLU is now a CubeCL kernel.", {"src/relu.rs": CUBECL_RELU}) == [("ReLU", False)]
