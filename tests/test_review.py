@@ -357,3 +357,14 @@ def test_cubecl_kernel_is_reached_through_its_generated_launcher() -> None:
     files = {"src/relu.rs": CUBECL_RELU, "tests/wgpu.rs": CUBECL_TEST}
     assert claims_of("ReLU is now a CubeCL kernel.", files) == [("ReLU", True)]
     assert claims_of("ReLU is now a CubeCL kernel.", {"src/relu.rs": CUBECL_RELU}) == [("ReLU", False)]
+
+
+def test_items_of_a_kernel_list_claim_the_functions_they_start_with() -> None:
+    files = {"src/lib.rs": KERNEL + KERNEL.replace("gpu_scale", "gpu_shift"), "tests/gpu.rs": GPU_TEST}
+    body = (
+        "Two more hand-written PTX kernels for the bf16 forward:\n\n"
+        "- gpu_scale  - multiply by a scalar. Verified on an RTX 3090.\n"
+        "- gpu_shift  - add a scalar.\n\n"
+        "Together with the pre-existing GPU paths for relu/exp, the forward is complete.\n"
+    )
+    assert claims_of(body, files) == [("gpu_scale", True), ("gpu_shift", False)]

@@ -86,11 +86,17 @@ SOFT_CLAIM_PATTERNS = tuple(
 _LIST_HEAD = re.compile(
     r"^(?:new\s+)?(?:gpu|cuda|ptx|native)\s+(?:kernels?|ops?|support|paths?)\s*(?:for)?\s*:\s*$", re.I
 )
+# A line that introduces a list of new kernels in other words ("Five more hand-written
+# PTX kernels for the bf16 forward:"): each item that starts with a function's name
+# claims that function.
+_KERNEL_LIST_HEAD = re.compile(r"^.{0,160}\b(?:kernels?|primitives)\b.{0,160}:\s*$", re.I)
+_LEADING_NAME = re.compile(r"^\W*(?P<name>[A-Za-z_]\w*_\w*|[A-Z]\w*::\w+)(?=[\s:,(\[-]|$)")
 # What turns a sentence into a negation, a plan or one of the spec's underclaims.
 _NOT_A_CLAIM = re.compile(
     r"\b(?:not|no|never|without|cannot|can't|doesn't|don't|isn't|aren't|won't|yet to|todo|planned"
     r"|plan to|will|would|should|could|might|future|follow[- ]?up|scaffolding|stub|stubbed|reference"
-    r"|pre-flight|instead of|rather than|removed?|revert(?:ed|s)?|drop(?:ped|s)?|pytorch|torch)\b",
+    r"|pre-flight|instead of|rather than|removed?|revert(?:ed|s)?|drop(?:ped|s)?|pytorch|torch"
+    r"|pre-?existing|already)\b|\bnext(?:\s+steps?)?\s*:",
     re.I,
 )
 _HOST = re.compile(r"\b(?:cpu|host)\b", re.I)  # "moved GPU tensors to CPU" claims nothing for the GPU
@@ -142,16 +148,34 @@ class Claim:
 
 def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
     claims: list[Claim] = []
-    listing = False  # inside the list that follows a "GPU kernels:" line
+    listing = ""  # "subjects" after a "GPU kernels:" line, "names" after a looser kernel list
+    item_line = -1  # a bullet item can run to several sentences: only its first names it
     for sentence in sentences:
         text = sentence.with_code or sentence.text
         if listing and sentence.bullet:
-            claims.extend(Claim(text, subject, sentence.line) for subject in _subjects(text))
-            continue
-        listing = bool(_LIST_HEAD.match(text))
+            first = sentence.line != item_line
+            item_line = sentence.line
+            if listing == "subjects":
+                claims.extend(Claim(text, subject, sentence.line) for subject in _subjects(text))
+                continue
+            named = _LEADING_NAME.match(text)
+            if first and named:
+                claims.append(Claim(text, named.group("name"), sentence.line))
+                continue
+        else:
+            listing = _list_kind(sentence)
         for clause in re.split(r"\s*(?:;|\s+and\s+(?=(?:added|implemented|ported|moved)))\s*", text):
             claims.extend(_clause_claims(clause, sentence.line))
     return claims
+
+
+def _list_kind(sentence: Sentence) -> str:
+    text = sentence.with_code or sentence.text
+    if _LIST_HEAD.match(text):
+        return "subjects"
+    if _KERNEL_LIST_HEAD.match(sentence.text) and not _NOT_A_CLAIM.search(sentence.text):
+        return "names"
+    return ""
 
 
 def _clause_claims(clause: str, line: int) -> list[Claim]:
