@@ -5,6 +5,7 @@ gpu-test-ran-on-cpu finding. (The same code on a real GPU: docs/gpu-proof.md.)""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -14,10 +15,21 @@ from pathlib import Path
 import pytest
 
 from app.runner.execute import TestRun, clean_environment, run_binary
+from app.runner.gpu import GpuHostError, build_tracer, gpus
 from app.runner.libtest import TestOutcome, parse_libtest
 from app.runner.local import gpu_test_findings
 
 FIXTURE = Path(__file__).parent / "fixtures" / "gpu-crate"
+
+
+def _why_no_gpu() -> str:
+    try:
+        return "" if gpus() else "nvidia-smi lists no GPU"
+    except GpuHostError as exc:
+        return str(exc)
+
+
+WHY_NO_GPU = _why_no_gpu()
 
 
 @pytest.fixture(scope="session")
@@ -132,3 +144,19 @@ def test_parse_libtest_output() -> None:
         TestOutcome("a::bad", "failed", "values differ", "src/kernels.rs", 42),
         TestOutcome("a::skip", "ignored"),
     ]
+
+
+@pytest.mark.skipif(bool(WHY_NO_GPU), reason=f"needs an NVIDIA GPU with CUDA and CUPTI ({WHY_NO_GPU})")
+def test_on_a_real_gpu_the_tracer_counts_each_tests_kernels(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # A GPU host has no Rust toolchain: GPUPROOF_FIXTURE_BINARY names a test binary
+    # built elsewhere with `cargo test --no-run`, as a CPU build runner would ship it.
+    prebuilt = os.environ.get("GPUPROOF_FIXTURE_BINARY")
+    binary = Path(prebuilt) if prebuilt else request.getfixturevalue("fixture_binary")
+    runs = {r.outcome.name: r for r in run_binary(binary, build_tracer(tmp_path / "tracer"))}
+    launched = runs["tests::gpu_add_one_launches_a_kernel"]
+    assert (launched.outcome.status, launched.launches, launched.kernels) == ("passed", 1, {"add_one": 1})
+    assert runs["tests::gpu_add_one_pretends"].launches == 0
+    findings = gpu_test_findings(list(runs.values()), r"gpu|cuda")
+    assert [f["test"] for f in findings] == ["tests::gpu_add_one_pretends"]
