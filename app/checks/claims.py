@@ -107,8 +107,8 @@ _NOT_A_SUBJECT = re.compile(
     re.I,
 )
 _AND_ONE_MORE = re.compile(r"\s+and\s+[\w<>\-/.]+(?=\s*(?:[.;:!,\[(]|$))")
-# Tests, CI and tooling are not GPU ops ("Add a GPU CI job").
 _ENDS_WITH_PREPOSITION = re.compile(r"\b(?:as|to|by|via|in|of|on|for|with|from)$", re.I)
+# Tests, CI and tooling are not GPU ops ("Add a GPU CI job").
 _TEST_NAME = re.compile(r"test|_matches_|_reference\b|\bci\b|\bjobs?\b|workflow|\brunners?\b|benchmark", re.I)
 # Words around the subject that are not part of its name.
 _SUBJECT_NOISE = re.compile(
@@ -187,18 +187,18 @@ def _clause_claims(clause: str, line: int) -> list[Claim]:
             if _NOT_A_CLAIM.search(clause[: found.end()]) or _HOST.search(found.group()):
                 return []
             groups = found.groupdict()
-            soft = soft and not groups.get("done")  # "implement X GPU kernel" says it outright
+            weak = soft and not groups.get("done")  # "implement X GPU kernel" says it outright
             phrase = groups.get("x") or groups.get("x2") or groups.get("scope") or ""
             # "kernels for index_select and masked_fill": the list goes on past the "and".
-            listed = _AND_ONE_MORE.match(clause, found.end())
-            if listed and groups.get("x"):
+            listed = _AND_ONE_MORE.match(clause, found.end("x")) if groups.get("x") else None
+            if listed:
                 phrase += listed.group()
             direction = groups.get("dir") or groups.get("dir2") or ""
             subjects = _subjects(phrase)
             if direction and subjects:
                 subjects = [f"{s} {direction}" for s in subjects]
             if subjects:  # a shape that names nothing leaves the clause to the next one
-                return [Claim(clause, subject, line, soft=soft) for subject in subjects]
+                return [Claim(clause, subject, line, soft=weak) for subject in subjects]
     return []
 
 
