@@ -17,6 +17,17 @@ from app.checks.review import Review, review
 from app.checks.rust_index import extract
 from app.checks.workspace import SourceFile
 from app.config import RepoConfig
+from app.webhooks.signature import sign
+
+
+def signed_headers(event: str, delivery: str, body: bytes, secret: str) -> dict[str, str]:
+    """The headers GitHub sends with a webhook delivery, signed with ``secret``."""
+    return {
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery,
+        "X-Hub-Signature-256": sign(secret, body),
+        "Content-Type": "application/json",
+    }
 
 
 def run_analysis(

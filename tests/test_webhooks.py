@@ -19,7 +19,7 @@ from app.settings import Secret, ServiceSettings, SettingsError, service_setting
 from app.webhooks.commands import parse_commands
 from app.webhooks.server import create_app
 from app.webhooks.signature import sign
-from tests.conftest import start_serve
+from tests.conftest import signed_headers, start_serve
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "shared/github/webhooks/examples/api.github.com"
 SECRET = "it's-a-secret-to-everybody"
@@ -61,13 +61,9 @@ def deliver(
     raw: bytes | None = None,
 ) -> Any:
     body = raw if raw is not None else json.dumps(payload).encode()
-    headers = {
-        "X-GitHub-Event": event,
-        "X-GitHub-Delivery": delivery,
-        "X-Hub-Signature-256": sign(secret, body),
-        "Content-Type": "application/json",
-    }
-    return client.post("/webhooks/github", content=body, headers=headers)
+    return client.post(
+        "/webhooks/github", content=body, headers=signed_headers(event, delivery, body, secret)
+    )
 
 
 def queued(queue: JobQueue) -> list[dict[str, Any]]:
@@ -217,11 +213,7 @@ def test_serve_command_runs_the_endpoint(redis_url: str, tmp_path: Path) -> None
     server, base = start_serve({**os.environ, "GITHUB_WEBHOOK_SECRET": SECRET, "REDIS_URL": redis_url}, log)
     try:
         body = b'{"zen": "Design for failure."}'
-        headers = {
-            "X-GitHub-Event": "ping",
-            "X-GitHub-Delivery": "live-1",
-            "X-Hub-Signature-256": sign(SECRET, body),
-        }
+        headers = signed_headers("ping", "live-1", body, SECRET)
         response = httpx.post(f"{base}/webhooks/github", content=body, headers=headers)
         assert response.json() == {"outcome": "pong", "zen": "Design for failure."}
     finally:

@@ -21,9 +21,8 @@ from app.github.client import GitHubClient
 from app.queue.jobs import STREAM, JobConsumer, JobQueue, PullRequestState
 from app.settings import Secret, ServiceSettings
 from app.webhooks.server import create_app
-from app.webhooks.signature import sign
 from app.worker import Worker
-from tests.conftest import start_serve
+from tests.conftest import signed_headers, start_serve
 from tests.github_emulator import SPEC_PATH, GitHubEmulator
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "shared/github/webhooks/examples/api.github.com"
@@ -94,23 +93,23 @@ def _file_template(emulator: GitHubEmulator) -> dict[str, Any]:
     return dict(emulator._example(op, "200")[0])
 
 
-def deliver(client: TestClient, action: str, head: str, delivery: str) -> Any:
+def pull_request_delivery(action: str, head: str) -> bytes:
+    """The shared example `pull_request` payload, pointed at this test's repository and head."""
     payload = json.loads((EXAMPLES / "pull_request" / "opened.payload.json").read_text())
-    payload = copy.deepcopy(payload)
     payload["action"] = action
     payload["repository"]["full_name"] = REPO
     payload["installation"] = {"id": INSTALLATION, "node_id": "x"}
     payload["pull_request"]["number"] = NUMBER
     payload["pull_request"]["head"]["sha"] = head
-    body = json.dumps(payload).encode()
+    return json.dumps(payload).encode()
+
+
+def deliver(client: TestClient, action: str, head: str, delivery: str) -> Any:
+    body = pull_request_delivery(action, head)
     return client.post(
         "/webhooks/github",
         content=body,
-        headers={
-            "X-GitHub-Event": "pull_request",
-            "X-GitHub-Delivery": delivery,
-            "X-Hub-Signature-256": sign(SECRET, body),
-        },
+        headers=signed_headers("pull_request", delivery, body, SECRET),
     )
 
 
@@ -256,11 +255,7 @@ def slash(client: TestClient, body: str, author: str, delivery: str) -> Any:
     return client.post(
         "/webhooks/github",
         content=raw,
-        headers={
-            "X-GitHub-Event": "issue_comment",
-            "X-GitHub-Delivery": delivery,
-            "X-Hub-Signature-256": sign(SECRET, raw),
-        },
+        headers=signed_headers("issue_comment", delivery, raw, SECRET),
     )
 
 
@@ -332,11 +327,7 @@ def test_rerun_button_reanalyses_the_pull_request(
     response = serve.post(
         "/webhooks/github",
         content=raw,
-        headers={
-            "X-GitHub-Event": "check_run",
-            "X-GitHub-Delivery": "rerun-1",
-            "X-Hub-Signature-256": sign(SECRET, raw),
-        },
+        headers=signed_headers("check_run", "rerun-1", raw, SECRET),
     )
     assert response.status_code == 202
     assert make(emulator, queue).run_once() == 1
@@ -383,20 +374,11 @@ def test_serve_and_worker_processes_survive_a_killed_worker(
         emulator.faults.append(Fault("/tarball/", 200, delay=30.0))  # the first worker hangs here
         doomed = start("worker", "--name", "doomed")
         processes.append(doomed)
-        payload = json.loads((EXAMPLES / "pull_request" / "opened.payload.json").read_text())
-        payload["repository"]["full_name"] = REPO
-        payload["installation"] = {"id": INSTALLATION, "node_id": "x"}
-        payload["pull_request"].update(number=NUMBER)
-        payload["pull_request"]["head"]["sha"] = HEAD1
-        raw = json.dumps(payload).encode()
+        raw = pull_request_delivery("opened", HEAD1)
         posted = httpx.post(
             f"{base}/webhooks/github",
             content=raw,
-            headers={
-                "X-GitHub-Event": "pull_request",
-                "X-GitHub-Delivery": "proc-1",
-                "X-Hub-Signature-256": sign(SECRET, raw),
-            },
+            headers=signed_headers("pull_request", "proc-1", raw, SECRET),
         )
         assert posted.status_code == 202
         for _ in range(400):  # until the doomed worker has opened both check runs (then it hangs)
