@@ -101,6 +101,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from git_export import ExportError, export_sources, present_suffixes
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CASES = REPO_ROOT / "bench" / "descriptions" / "cases.jsonl"
 
@@ -108,7 +110,6 @@ DEFAULT_CASES = REPO_ROOT / "bench" / "descriptions" / "cases.jsonl"
 # ride along when the commit has any (a pathspec matching nothing makes `git archive`
 # fail, so each suffix is checked first). One large JSON blob of the mirror is absent,
 # which is why nothing else is exported.
-EXPORT_SUFFIXES = (".rs", ".toml", ".ptx", ".cu", ".cuh", ".wgsl", ".metal")
 
 TARGETS = {"claim_precision": 0.9, "claim_recall": 0.9, "phrasing_precision": 0.95}
 
@@ -213,20 +214,7 @@ def run_git(args: list[str], cwd: Path | None = None, git_dir: Path | None = Non
 
 
 def export_commit(git_dir: Path, commit: str, dest: Path) -> None:
-    names = run_git(["ls-tree", "-r", "--name-only", commit], git_dir=git_dir).splitlines()
-    specs = [f":(glob)**/*{suf}" for suf in EXPORT_SUFFIXES if any(n.endswith(suf) for n in names)]
-    if not specs:
-        return
-    archive = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "archive", "--format=tar", commit, "--", *specs],
-        capture_output=True,
-    )
-    if archive.returncode != 0:
-        detail = archive.stderr.decode("utf-8", "replace").strip()[:400]
-        raise UsageError(f"git archive {commit} failed: {detail}")
-    untar = subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, capture_output=True)
-    if untar.returncode != 0:
-        raise UsageError(f"tar failed for {commit}: {untar.stderr.decode('utf-8', 'replace')[:400]}")
+    export_sources(git_dir, commit, dest, present_suffixes(git_dir, commit))
 
 
 def write_files(dest: Path, files: dict[str, str]) -> None:
@@ -763,7 +751,7 @@ def main(argv: list[str] | None = None) -> int:
             repo, base, head, body = build_case(case, workdir, git_dir)
             run = run_review(cmd, repo, base, head, body, args.timeout)
             scores.append(score_case(case, run))
-    except UsageError as exc:
+    except (UsageError, ExportError) as exc:
         print(f"quality_descriptions: error: {exc}", file=sys.stderr)
         return 2
     summary = summarize(scores)

@@ -54,6 +54,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from git_export import ExportError, export_sources, present_suffixes
+
 CODE_RULES = (
     "fake-gpu-function",
     "deferred-kernel",
@@ -75,7 +77,6 @@ CODE_RULES = (
 # Source kinds exported from each commit.  Rust and TOML are what the brief
 # asks for; kernel sources are added when the commit has any (a pathspec that
 # matches nothing makes `git archive` fail, so each glob is checked first).
-EXPORT_SUFFIXES = (".rs", ".toml", ".ptx", ".wgsl", ".cu", ".cuh")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LABELS = REPO_ROOT / "bench" / "quality" / "ferrotorch_labels.csv"
@@ -323,27 +324,12 @@ def export_tree(git_dir: Path, commit: str, workdir: Path) -> tuple[Path, bool]:
     if dest.is_dir() and done.exists():
         return dest, True
     trees.mkdir(parents=True, exist_ok=True)
-    names = git(git_dir, "ls-tree", "-r", "--name-only", commit).splitlines()
-    present = {suf for suf in EXPORT_SUFFIXES if any(n.endswith(suf) for n in names)}
+    present = present_suffixes(git_dir, commit)
     if ".rs" not in present:
         raise UsageError(f"commit {commit} has no Rust files")
-    specs = [f":(glob)**/*{suf}" for suf in EXPORT_SUFFIXES if suf in present]
     tmp = Path(tempfile.mkdtemp(prefix=f".{commit[:12]}-", dir=trees))
     try:
-        archive = subprocess.run(
-            ["git", f"--git-dir={git_dir}", "archive", "--format=tar", commit, "--", *specs],
-            capture_output=True,
-        )
-        if archive.returncode != 0:
-            detail = archive.stderr.decode("utf-8", "replace").strip()[:400]
-            raise UsageError(f"git archive {commit} failed: {detail}")
-        untar = subprocess.run(
-            ["tar", "-x", "-C", str(tmp)], input=archive.stdout, capture_output=True
-        )
-        if untar.returncode != 0:
-            raise UsageError(
-                f"tar failed for {commit}: {untar.stderr.decode('utf-8', 'replace')[:400]}"
-            )
+        export_sources(git_dir, commit, tmp, present)
         if dest.exists():
             shutil.rmtree(dest)
         tmp.rename(dest)
@@ -716,7 +702,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 stray_total += attach_findings(mine, r.findings, tree)
             runs.append(r)
-    except UsageError as exc:
+    except (UsageError, ExportError) as exc:
         print(f"quality_ferrotorch: {exc}", file=sys.stderr)
         return 2
 
