@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app import __version__, gitlocal
 from app.checks.model import Severity
@@ -28,7 +30,12 @@ from app.report.rules_doc import explain, rules_markdown
 from app.report.sarif import render_sarif
 from app.report.text import render_text
 from app.scan import ScanError, ScanResult, find_rust_files, load_sources, read_files, scan, utf8_notes
-from app.settings import SettingsError, app_credentials, service_settings
+from app.settings import ServiceSettings, SettingsError, app_credentials, service_settings
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+    from app.queue.jobs import JobQueue
 
 DEFAULT_BASELINE = ".github/gpuproof-baseline.json"
 
@@ -99,6 +106,15 @@ def _parser() -> argparse.ArgumentParser:
         default=60_000,
         help="claim a job that another worker took but did not finish after this long",
     )
+
+    runner = sub.add_parser(
+        "runner", help="pull GPU test jobs from the App and run them (on the GPU host)", add_help=False
+    )
+    runner.add_argument("runner_args", nargs=argparse.REMAINDER)
+    token = sub.add_parser(
+        "runner-token", help="register a runner and print its token once (needs REDIS_URL)"
+    )
+    token.add_argument("name", help="the runner's name, shown in check runs")
 
     explain_cmd = sub.add_parser("explain", help="what a rule flags, why, and what to write instead")
     explain_cmd.add_argument("rule")
@@ -303,9 +319,27 @@ def _run_serve(args: argparse.Namespace) -> int:
 
     settings = service_settings()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    app = create_app(settings, JobQueue.from_url(settings.redis_url))
+    queue = JobQueue.from_url(settings.redis_url)
+    app = create_app(settings, queue, _runner_router(settings, queue))
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
+
+
+def _runner_router(settings: ServiceSettings, queue: JobQueue) -> APIRouter:
+    """The runner protocol; it hands out checkout tokens, so it acts as the App when
+    the App's credentials are set (without them, claims answer 503)."""
+    from app.github.client import GitHubClient
+    from app.queue.gpu_jobs import GpuQueue
+    from app.runner_api import runner_router
+
+    github = None
+    if os.environ.get("GITHUB_APP_ID"):
+        credentials = app_credentials()
+        github = GitHubClient(
+            credentials.github_api_url, credentials.app_id, credentials.private_key.reveal()
+        )
+    gpu = GpuQueue(queue.client, lease_seconds=settings.gpu_lease_seconds)
+    return runner_router(gpu, queue, github, Path(settings.artifact_dir))
 
 
 def _run_worker(args: argparse.Namespace) -> int:
@@ -330,7 +364,27 @@ def _run_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_runner_token(args: argparse.Namespace) -> int:
+    import redis
+
+    from app.queue.gpu_jobs import GpuQueue
+
+    url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    try:
+        token = GpuQueue(redis.Redis.from_url(url, socket_connect_timeout=2)).register_runner(args.name)
+    except redis.RedisError as exc:
+        raise UsageError(f"Redis at REDIS_URL cannot be reached ({type(exc).__name__})") from None
+    print(token)
+    print(f"runner '{args.name}' registered; give it this token (shown only now)", file=sys.stderr)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["runner"]:  # the runner has its own, standard-library-only, argument parser
+        from app.runner.agent import main as runner_main
+
+        return runner_main(argv[1:])
     args = _parser().parse_args(argv)
     try:
         if args.command == "check":
@@ -343,6 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_serve(args)
         if args.command == "worker":
             return _run_worker(args)
+        if args.command == "runner-token":
+            return _run_runner_token(args)
         if args.command == "explain":
             rule = BY_ID.get(args.rule)
             if rule is None:

@@ -10,6 +10,7 @@ severities: {cpu-detour: warning, stub-residue: "off"}
 fallback_env_var: MYPROJ_ENABLE_GPU_FALLBACK
 error_types: [GpuError, MyError]
 baseline: .github/gpuproof-baseline.json
+gpu_tests: [...]                       # GPU test jobs: see app/gpu_config.py
 ```
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 import yaml
 
 from app.checks.model import Severity
+from app.gpu_config import GpuConfigError, GpuJobSpec, parse_gpu_jobs
 
 CONFIG_PATH = ".github/gpuproof.yml"
 DEFAULT_FALLBACK_ENV_VAR = "FERROTORCH_ENABLE_GPU_FALLBACK"
@@ -41,6 +43,7 @@ class RepoConfig:
     fallback_env_var: str = DEFAULT_FALLBACK_ENV_VAR
     error_types: tuple[str, ...] = DEFAULT_ERROR_TYPES
     baseline: str | None = None
+    gpu_jobs: tuple[GpuJobSpec, ...] = ()
 
     def severity_for(self, rule_id: str, default: Severity) -> Severity | None:
         """The configured severity of a rule; None when the rule is switched off."""
@@ -50,7 +53,7 @@ class RepoConfig:
         return None if chosen == OFF else Severity(chosen)
 
 
-_KEYS = {"gpu_paths", "exclude", "severities", "fallback_env_var", "error_types", "baseline"}
+_KEYS = {"gpu_paths", "exclude", "severities", "fallback_env_var", "error_types", "baseline", "gpu_tests"}
 
 
 def _string_list(data: dict[str, Any], key: str, source: str) -> tuple[str, ...]:
@@ -103,6 +106,10 @@ def parse_config(text: str, known_rules: set[str], source: str = CONFIG_PATH) ->
     if baseline is not None and not isinstance(baseline, str):
         raise ConfigError(f"{source}: 'baseline' must be a path relative to the repository root")
     error_types = _string_list(data, "error_types", source) or DEFAULT_ERROR_TYPES
+    try:
+        gpu_jobs = parse_gpu_jobs(data.get("gpu_tests"), source)
+    except GpuConfigError as exc:
+        raise ConfigError(str(exc)) from None
     return RepoConfig(
         gpu_paths=_string_list(data, "gpu_paths", source),
         exclude=_string_list(data, "exclude", source),
@@ -110,6 +117,7 @@ def parse_config(text: str, known_rules: set[str], source: str = CONFIG_PATH) ->
         fallback_env_var=env_var,
         error_types=error_types,
         baseline=baseline,
+        gpu_jobs=gpu_jobs,
     )
 
 

@@ -37,6 +37,8 @@ class ServiceSettings:
     webhook_secrets: tuple[Secret, ...]  # the current secret first, then one being rotated out
     redis_url: str
     github_api_url: str
+    gpu_lease_seconds: float = 60.0  # a runner that stops heartbeating loses its job after this
+    artifact_dir: str = "gpuproof-artifacts"  # test-binary archives; shared by every serve replica
     max_body_bytes: int = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
 
 
@@ -53,7 +55,20 @@ def service_settings(env: Mapping[str, str] | None = None) -> ServiceSettings:
         webhook_secrets=tuple(secrets),
         redis_url=env.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
         github_api_url=env.get("GITHUB_API_URL", "https://api.github.com").rstrip("/"),
+        gpu_lease_seconds=gpu_lease_seconds(env),
+        artifact_dir=env.get("GPUPROOF_ARTIFACT_DIR", "gpuproof-artifacts"),
     )
+
+
+def gpu_lease_seconds(env: Mapping[str, str]) -> float:
+    raw = env.get("GPUPROOF_LEASE_SECONDS", "60")
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise SettingsError("GPUPROOF_LEASE_SECONDS must be a number of seconds") from None
+    if not 1 <= seconds <= 3600:
+        raise SettingsError("GPUPROOF_LEASE_SECONDS must be between 1 and 3600")
+    return seconds
 
 
 @dataclass(frozen=True)

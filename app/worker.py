@@ -9,8 +9,10 @@ import logging
 import threading
 from collections.abc import Callable
 
+from app import gpu_dispatch
 from app.github.client import GitHubClient, GitHubError
 from app.pr_review import review_pull_request
+from app.queue.gpu_jobs import GpuQueue
 from app.queue.jobs import Job, JobConsumer, JobQueue, PullRequestState
 from app.slash_commands import run_slash_commands
 
@@ -25,6 +27,7 @@ class Worker:
         self.queue = queue
         self.github = github
         self.consumer = JobConsumer(queue, name, stale_after_ms)
+        self.gpu = GpuQueue(queue.client)
         self.handlers: dict[str, Callable[[Job], str]] = {
             "review-pr": self._review,
             "review-description": self._review,
@@ -35,6 +38,9 @@ class Worker:
             "requested-action": self._review_each,
             "review-suite": self._review_each,
             "installation": lambda job: "noted (nothing to set up: repositories are read on demand)",
+            "gpu-check": self._gpu_check,
+            "gpu-label": self._gpu_label,
+            "gpu-push": self._gpu_push,
         }
 
     def run(self, stop: threading.Event, block_ms: int = 2000) -> None:
@@ -42,6 +48,7 @@ class Worker:
             self.run_once(block_ms)
 
     def run_once(self, block_ms: int = 0) -> int:
+        self.reap_gpu_leases()
         jobs = self.consumer.next_jobs(block_ms=block_ms)
         for entry_id, job in jobs:
             handler = self.handlers.get(job.kind)
@@ -73,8 +80,49 @@ class Worker:
     def _state(self, job: Job) -> PullRequestState:
         return PullRequestState(self.queue, job.repository, int(str(job.payload["number"])))
 
+    def reap_gpu_leases(self) -> None:
+        """GPU jobs whose runner died are requeued or failed here, and their check runs
+        completed, even when no runner is polling."""
+        try:
+            for job in self.gpu.reap():
+                log.warning("GPU job %s: %s", job.id, job.message)
+                gpu_dispatch.show(self.github, job)
+        except GitHubError as exc:
+            log.warning("GPU check run not updated (will be retried): %s", exc)
+
     def _review(self, job: Job) -> str:
-        return review_pull_request(self.github, self._state(job), job)
+        outcome = review_pull_request(self.github, self._state(job), job)
+        if job.kind == "review-pr" and "author" in job.payload and outcome != "superseded":
+            gpu = gpu_dispatch.after_pull_request_push(
+                self.github, self.gpu, job.installation_id, job.repository, job.payload
+            )
+            outcome = f"{outcome}; {gpu}"
+        return outcome
+
+    def _gpu_check(self, job: Job) -> str:
+        record = self.gpu.get(str(job.payload["job"]))
+        if record is None:
+            return "GPU job expired"
+        # The newest job of the check run (a build's GPU step) is the one to show.
+        latest = max(
+            (
+                j
+                for j in self.gpu.for_commit(record.repository, record.sha)
+                if j.check_run_id == record.check_run_id
+            ),
+            key=lambda j: j.created_at,
+            default=record,
+        )
+        gpu_dispatch.show(self.github, latest)
+        return f"GPU check run {latest.check_run_id} shows {latest.state}"
+
+    def _gpu_label(self, job: Job) -> str:
+        return gpu_dispatch.label_added(self.github, self.gpu, job)
+
+    def _gpu_push(self, job: Job) -> str:
+        return gpu_dispatch.after_default_branch_push(
+            self.github, self.gpu, job.installation_id, job.repository, str(job.payload["sha"])
+        )
 
     def _review_each(self, job: Job) -> str:
         numbers = job.payload.get("pull_requests")

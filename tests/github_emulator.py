@@ -114,6 +114,7 @@ class GitHubEmulator:
         self.violations: list[str] = []
         self.faults: deque[Fault] = deque()
         self.tokens: dict[str, int] = {}
+        self.token_repositories: dict[str, list[str]] = {}  # a token limited to these repositories, read-only
         self.pull_files: dict[int, list[dict[str, Any]]] = {}
         # A repository's state, enough for a pull request's review.
         self.trees: dict[str, dict[str, bytes]] = {}  # sha -> path -> content
@@ -210,7 +211,7 @@ class GitHubEmulator:
         if fault is not None:
             time.sleep(fault.delay)
             return self._record(method, url.path, query, body, fault.status, fault.headers, fault.body)
-        denied = self._authenticate(template, headers, params)
+        denied = self._authenticate(template, headers, params, method)
         if denied:
             return self._record(method, url.path, query, body, 401, {}, {"message": denied})
         problems = self._validate_body(template, method, op, body)
@@ -236,7 +237,7 @@ class GitHubEmulator:
             self.requests.append(Recorded(method, path, query, body, status))
         return status, headers, response
 
-    def _authenticate(self, template: str, headers: dict[str, str], params: tuple[str, ...]) -> str:
+    def _authenticate(self, template: str, headers: dict[str, str], params: tuple[str, ...], method: str) -> str:
         auth = {k.lower(): v for k, v in headers.items()}.get("authorization", "")
         scheme, _, credential = auth.partition(" ")
         if template in (
@@ -255,6 +256,9 @@ class GitHubEmulator:
             return ""
         if scheme.lower() not in ("token", "bearer") or credential not in self.tokens:
             return "Bad credentials"
+        scoped = self.token_repositories.get(credential)
+        if scoped is not None and (len(params) < 2 or params[1] not in scoped or method != "GET"):
+            return "Resource not accessible by integration"
         return ""
 
     def _validate_body(self, template: str, method: str, op: dict[str, Any], body: Any) -> list[str]:
@@ -311,6 +315,8 @@ class GitHubEmulator:
         if template == "/app/installations/{installation_id}/access_tokens":
             token = f"ghs_emulated{next(self._ids)}"
             self.tokens[token] = int(params[0])
+            if isinstance(body, dict) and body.get("repositories"):
+                self.token_repositories[token] = list(body["repositories"])
             response = self._example(op, success)
             response["token"] = token
             response["expires_at"] = time.strftime(
@@ -369,6 +375,8 @@ class GitHubEmulator:
             html_url=f"https://github.com/{params[0]}/{params[1]}/pull/{params[2]}",
         )
         response["head"]["sha"], response["base"]["sha"] = pull["head_sha"], pull["base_sha"]
+        response["head"]["repo"]["full_name"] = pull.get("head_repository") or f"{params[0]}/{params[1]}"
+        response["user"]["login"] = pull.get("author", response["user"]["login"])
         return 200, {}, response
 
     def _runs_for(
@@ -386,10 +394,16 @@ class GitHubEmulator:
             name=body["name"],
             head_sha=body["head_sha"],
             status=body.get("status", "queued"),
-            conclusion=None,
+            conclusion=body.get("conclusion"),
             completed_at=None,
         )
-        run["output"] = {**run["output"], "title": None, "summary": None, "annotations_count": 0}
+        output = body.get("output") or {}
+        run["output"] = {
+            **run["output"],
+            "title": output.get("title"),
+            "summary": output.get("summary"),
+            "annotations_count": 0,
+        }
         self.check_runs[run["id"]] = run
         return 201, {}, run
 
@@ -500,8 +514,26 @@ class GitHubEmulator:
         response["user"]["login"] = params[2]
         return 200, {}, response
 
-    def add_pull(self, number: int, head_sha: str, base_sha: str, title: str = "", body: str = "") -> None:
-        self.pulls[number] = {"head_sha": head_sha, "base_sha": base_sha, "title": title, "body": body}
+    def add_pull(
+        self,
+        number: int,
+        head_sha: str,
+        base_sha: str,
+        title: str = "",
+        body: str = "",
+        *,
+        author: str = "octocat",
+        head_repository: str = "",
+    ) -> None:
+        """``head_repository`` defaults to the pull request's own repository (not a fork)."""
+        self.pulls[number] = {
+            "head_sha": head_sha,
+            "base_sha": base_sha,
+            "title": title,
+            "body": body,
+            "author": author,
+            "head_repository": head_repository,
+        }
 
     def add_pull_files(self, number: int, count: int) -> None:
         op = self.spec["paths"]["/repos/{owner}/{repo}/pulls/{pull_number}/files"]["get"]

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from app.runner.execute import TestRun, clean_environment, run_binary
+from app.runner.agent import gpu_test_findings
+from app.runner.execute import clean_environment, run_binary
 from app.runner.gpu import GpuHostError, build_tracer, gpus
 from app.runner.libtest import TestOutcome, parse_libtest
-from app.runner.local import gpu_test_findings
 
 FIXTURE = Path(__file__).parent / "fixtures" / "gpu-crate"
 
@@ -73,23 +73,28 @@ def test_every_test_runs_in_its_own_process_with_its_outcome(fixture_binary: Pat
 
 
 def test_a_gpu_test_with_no_kernel_is_a_finding() -> None:
-    runs = [
-        TestRun(
-            "bin",
-            TestOutcome("tests::gpu_add_one_launches_a_kernel", "passed"),
-            launches=1,
-            kernels={"add_one": 1},
-        ),
-        TestRun("bin", TestOutcome("tests::gpu_add_one_pretends", "passed"), launches=0),
-        TestRun(
-            "bin", TestOutcome("tests::cuda_matmul", "failed"), launches=0
-        ),  # failing: reported as failed
-        TestRun("bin", TestOutcome("tests::cpu_sum_passes", "passed"), launches=0),  # not a GPU test
+    def test(name: str, status: str, launches: int) -> dict[str, object]:
+        return {"binary": "bin", "test": name, "status": status, "launches": launches, "own_process": True}
+
+    tests = [
+        test("tests::gpu_add_one_launches_a_kernel", "passed", 1),
+        test("tests::gpu_add_one_pretends", "passed", 0),
+        test("tests::cuda_matmul", "failed", 0),  # failing: reported as failed, not as a finding
+        test("tests::cpu_sum_passes", "passed", 0),  # not a GPU test
     ]
-    findings = gpu_test_findings(runs, r"gpu|cuda")
-    assert [(f["rule"], f["test"]) for f in findings] == [
-        ("gpu-test-ran-on-cpu", "tests::gpu_add_one_pretends")
+    findings = gpu_test_findings(tests, [], r"gpu|cuda")
+    assert [(f["rule"], f["test"]) for f in findings] == [("gpu-test-ran-on-cpu", "tests::gpu_add_one_pretends")]
+
+
+def test_tests_sharing_a_process_are_judged_by_their_binarys_launches() -> None:
+    tests = [
+        {"binary": "kernels", "test": "gpu_add", "status": "passed", "own_process": False},
+        {"binary": "fake_gpu", "test": "gpu_sub", "status": "passed", "own_process": False},
     ]
+    processes = [{"binary": "/t/target/debug/deps/kernels-0123456789abcdef", "launches": 3, "kernels": {"add": 3}}]
+    findings = gpu_test_findings(tests, processes, "gpu")
+    assert [f["test"] for f in findings] == ["gpu_sub"]
+    assert "its test binary `fake_gpu`" in findings[0]["message"]
 
 
 def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
@@ -158,5 +163,6 @@ def test_on_a_real_gpu_the_tracer_counts_each_tests_kernels(
     launched = runs["tests::gpu_add_one_launches_a_kernel"]
     assert (launched.outcome.status, launched.launches, launched.kernels) == ("passed", 1, {"add_one": 1})
     assert runs["tests::gpu_add_one_pretends"].launches == 0
-    findings = gpu_test_findings(list(runs.values()), r"gpu|cuda")
+    tests = [dict(r.to_json(), own_process=True) for r in runs.values()]
+    findings = gpu_test_findings(tests, [], r"gpu|cuda")
     assert [f["test"] for f in findings] == ["tests::gpu_add_one_pretends"]

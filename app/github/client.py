@@ -85,6 +85,17 @@ class GitHubClient:
             self._tokens[installation_id] = _Token(data["token"], expires)
         return str(data["token"])
 
+    def repository_read_token(self, installation_id: int, repo: str) -> tuple[str, str]:
+        """A fresh installation token that can only read the contents of one
+        repository (for a runner's checkout); returns it and when it expires."""
+        data = self._send(
+            "POST",
+            f"/app/installations/{installation_id}/access_tokens",
+            auth=f"Bearer {self.app_jwt()}",
+            json={"repositories": [repo.split("/", 1)[1]], "permissions": {"contents": "read"}},
+        ).json()
+        return str(data["token"]), str(data["expires_at"])
+
     # -- requests -----------------------------------------------------------------
     def request(
         self,

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_KERNELS 4096
 #define NAME_LEN 512
@@ -69,8 +70,17 @@ static void write_json_string(FILE *out, const char *text) {
 
 static void write_report(void) {
     const char *path = getenv("GPUPROOF_TRACE_FILE");
+    const char *dir = getenv("GPUPROOF_TRACE_DIR");
+    char per_process[4096];
+    if (path == NULL && dir != NULL) {
+        snprintf(per_process, sizeof per_process, "%s/trace-%ld.json", dir, (long)getpid());
+        path = per_process;
+    }
     FILE *out = path ? fopen(path, "w") : stderr;
     if (out == NULL) return;
+    char exe[4096];
+    ssize_t length = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[length > 0 ? length : 0] = '\0';
     pthread_mutex_lock(&lock);
     fprintf(out, "{\"launches\": %lu, \"kernels\": {", launches);
     for (int i = 0; i < kernel_count; i++) {
@@ -78,7 +88,9 @@ static void write_report(void) {
         write_json_string(out, kernels[i].name);
         fprintf(out, ": %lu", kernels[i].count);
     }
-    fputs("}}\n", out);
+    fputs("}, \"exe\": ", out);
+    write_json_string(out, exe);
+    fputs("}\n", out);
     pthread_mutex_unlock(&lock);
     if (out != stderr) fclose(out);
 }

@@ -57,6 +57,7 @@ def _pull_request(delivery: Delivery) -> dict[str, object]:
         "number": pr["number"],
         "head_sha": pr["head"]["sha"],
         "base_ref": pr["base"]["ref"],
+        "base_sha": pr["base"]["sha"],
         "head_repository": (pr["head"].get("repo") or {}).get("full_name", ""),
         "author": pr["user"]["login"],
     }
@@ -78,6 +79,25 @@ def review_edited_description(delivery: Delivery) -> Job | None:
     if "title" not in changes and "body" not in changes:
         return None  # a base-branch change alone does not change what the description says
     return delivery.job("review-description", **_pull_request(delivery))
+
+
+@on("pull_request.labeled")
+def label_added(delivery: Delivery) -> Job:
+    return delivery.job(
+        "gpu-label",
+        **_pull_request(delivery),
+        label=delivery.payload["label"]["name"],
+        sender=delivery.payload["sender"]["login"],
+    )
+
+
+@on("push.")
+def branch_pushed(delivery: Delivery) -> Job | None:
+    push = delivery.payload
+    default = f"refs/heads/{push['repository']['default_branch']}"
+    if push["ref"] != default or push.get("deleted"):
+        return None  # only the default branch runs GPU jobs on push
+    return delivery.job("gpu-push", sha=push["after"], ref=push["ref"])
 
 
 @on("issue_comment.created")

@@ -15,7 +15,7 @@ from collections import Counter
 from typing import Any
 
 import redis
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from app.queue.jobs import JobQueue, PullRequestState
@@ -26,8 +26,11 @@ from app.webhooks.signature import verify
 log = logging.getLogger("gpuproof.webhooks")
 
 
-def create_app(settings: ServiceSettings, queue: JobQueue) -> FastAPI:
+def create_app(settings: ServiceSettings, queue: JobQueue, runners: APIRouter | None = None) -> FastAPI:
+    """The webhook endpoint and, with ``runners``, the runner protocol (app/runner_api.py)."""
     app = FastAPI(title="gpuproof", docs_url=None, redoc_url=None, openapi_url=None)
+    if runners is not None:
+        app.include_router(runners)
     # Per process; Prometheus scrapes every replica and sums.
     outcomes: Counter[tuple[str, str]] = Counter()
 
