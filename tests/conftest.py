@@ -17,7 +17,9 @@ from app.checks.review import Review, review
 from app.checks.rust_index import extract
 from app.checks.workspace import SourceFile
 from app.config import RepoConfig
+from app.queue.jobs import JobQueue
 from app.webhooks.signature import sign
+from tests.github_emulator import GitHubEmulator
 
 
 def signed_headers(event: str, delivery: str, body: bytes, secret: str) -> dict[str, str]:
@@ -137,3 +139,37 @@ def start_serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes]
             time.sleep(0.1)
     process.kill()
     raise AssertionError(f"gpuproof serve did not become ready:\n{log.read_text()}")
+
+
+APP_ID = 99  # the GitHub App the emulator knows
+
+
+@pytest.fixture
+def emulator() -> Iterator[GitHubEmulator]:
+    """A GitHub emulator that validates every request; no test may leave a violation."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+    server = GitHubEmulator(APP_ID, public)
+    server.private_key = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()  # type: ignore[attr-defined]
+    server.start()
+    yield server
+    server.stop()
+    assert server.violations == [], server.violations
+
+
+@pytest.fixture
+def queue(redis_url: str) -> Iterator[JobQueue]:
+    """The job queue on the session's redis-server, emptied before and after."""
+    client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    yield JobQueue(client)
+    client.flushdb()

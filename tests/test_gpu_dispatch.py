@@ -14,8 +14,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.config import ConfigError, parse_config
-from app.gpu_config import GpuJobSpec, gpu_mismatch, gpu_requirements
 from app.github.client import GitHubClient
+from app.gpu_config import GpuJobSpec, gpu_mismatch, gpu_requirements
 from app.queue.gpu_jobs import GpuJob, GpuQueue
 from app.queue.jobs import JobQueue
 from app.report.gpu_checkrun import render_gpu_check
@@ -24,10 +24,9 @@ from app.runner.junit import parse_junit
 from app.runner_api import runner_router
 from app.settings import Secret, ServiceSettings
 from app.webhooks.server import create_app
-from tests.conftest import signed_headers
+from tests.conftest import APP_ID, signed_headers
 from tests.github_emulator import GitHubEmulator
-from tests.test_worker import (  # noqa: F401 (fixtures)
-    APP_ID,
+from tests.test_worker import (
     BASE,
     EXAMPLES,
     HEAD1,
@@ -36,10 +35,7 @@ from tests.test_worker import (  # noqa: F401 (fixtures)
     NUMBER,
     REPO,
     SECRET,
-    emulator,
     make,
-    pytestmark,
-    queue,
     runs_on,
     slash,
 )

@@ -7,14 +7,10 @@ import copy
 import difflib
 import json
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi.testclient import TestClient
 
 from app.github.client import GitHubClient
@@ -22,7 +18,7 @@ from app.queue.jobs import STREAM, JobConsumer, JobQueue, PullRequestState
 from app.settings import Secret, ServiceSettings
 from app.webhooks.server import create_app
 from app.worker import Worker
-from tests.conftest import signed_headers, start_serve
+from tests.conftest import APP_ID, signed_headers, start_serve
 from tests.github_emulator import SPEC_PATH, GitHubEmulator
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "shared/github/webhooks/examples/api.github.com"
@@ -30,7 +26,7 @@ pytestmark = pytest.mark.skipif(
     not (SPEC_PATH.exists() and EXAMPLES.is_dir()),
     reason="the shared GitHub description and examples (../shared/github) are not beside this checkout",
 )
-APP_ID, INSTALLATION, REPO, NUMBER = 99, 31, "octo-org/kernels", 7
+INSTALLATION, REPO, NUMBER = 31, "octo-org/kernels", 7
 SECRET = "webhook-secret"
 KERNEL = textwrap.dedent("""\
     pub fn gpu_scale(x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> {
@@ -50,31 +46,9 @@ FAKE = textwrap.dedent("""\
 BASE, HEAD1, HEAD2 = "b" * 40, "1" * 40, "2" * 40
 
 
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    public = (
-        key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
-    server = GitHubEmulator(APP_ID, public)
-    server.private_key = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()  # type: ignore[attr-defined]
-    server.start()
-    server.trees[BASE] = {"src/lib.rs": KERNEL.encode()}
-    yield server
-    server.stop()
-    assert server.violations == [], server.violations
-
-
-@pytest.fixture
-def queue(redis_url: str) -> Iterator[JobQueue]:
-    client = redis.Redis.from_url(redis_url)
-    client.flushdb()
-    yield JobQueue(client)
-    client.flushdb()
+@pytest.fixture(autouse=True)
+def _base_tree(emulator: GitHubEmulator) -> None:
+    emulator.trees[BASE] = {"src/lib.rs": KERNEL.encode()}
 
 
 def push(emulator: GitHubEmulator, head: str, source: str, body: str) -> None:
