@@ -90,6 +90,7 @@ def runner_router(
         deadline = time.monotonic() + min(float(body.get("wait", 25)), MAX_WAIT_SECONDS)
         while True:
             for changed in gpu.reap():
+                log.warning("job %s: %s", changed.id, changed.message)
                 show(changed)
             mismatches: list[str] = []
             claimed = gpu.claim(runner, labels, gpus, mismatches)
@@ -184,6 +185,8 @@ def runner_router(
         except (ValueError, KeyError, TypeError):
             return _refuse(400, f'a result is {{"status": one of {", ".join(CONCLUSIONS)}, ...}}')
         message = str(report.get("message") or "")[:2000]
+        if status == "cancelled" and job.cancel_requested:
+            message = job.message  # why it was cancelled, as the App recorded it
         if job.step == "build" and status == "passed" and not job.cancel_requested:
             return _built(job, message)
         if findings := report.get("findings"):

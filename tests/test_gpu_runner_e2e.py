@@ -1,0 +1,211 @@
+"""End to end with real processes: `gpuproof serve`, a worker and runners
+(`python -m app.runner.agent`), a real Redis and the GitHub emulator. The fixture crate
+(tests/fixtures/gpu-crate: passing, failing, ignored and GPU tests) is built on a CPU
+runner and its test binaries run by a GPU runner; a runner SIGKILLed mid-job loses
+its lease and another completes the job; a new push cancels a running job. This
+machine has no GPU, so the GPU runner runs without the tracer (docs/gpu-proof.md has
+the same run on a real GPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.queue.jobs import JobQueue
+from tests.conftest import APP_ID, signed_headers, start_serve
+from tests.github_emulator import GitHubEmulator
+from tests.test_gpu_dispatch import delivery
+from tests.test_worker import BASE, HEAD1, HEAD2, NUMBER, REPO, SECRET, pytestmark, runs_on
+
+FIXTURE = Path(__file__).parent / "fixtures" / "gpu-crate"
+TOKEN_PREFIXES = ("gpr_", "gpj_", "ghs_")
+
+
+class Stack:
+    """serve + worker as real processes, runners started on demand, one log file."""
+
+    def __init__(self, emulator: GitHubEmulator, redis_url: str, tmp: Path) -> None:
+        key_file = tmp / "app.pem"
+        key_file.write_text(emulator.private_key)  # type: ignore[attr-defined]
+        self.tmp = tmp
+        self.env = {
+            **os.environ,
+            "GITHUB_WEBHOOK_SECRET": SECRET,
+            "REDIS_URL": redis_url,
+            "GITHUB_APP_ID": str(APP_ID),
+            "GITHUB_PRIVATE_KEY_PATH": str(key_file),
+            "GITHUB_API_URL": emulator.base_url,
+            "GPUPROOF_LEASE_SECONDS": "3",
+            "GPUPROOF_ARTIFACT_DIR": str(tmp / "artifacts"),
+        }
+        self.log = tmp / "logs.txt"
+        self.processes: list[subprocess.Popen[bytes]] = []
+        serve, self.url = start_serve(self.env, self.log)
+        self.processes.append(serve)
+        self.processes.append(self._start([sys.executable, "-m", "app.cli", "worker"], self.env))
+
+    def _start(self, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(argv, env=env, stdout=self.log.open("a"), stderr=subprocess.STDOUT)
+        self.processes.append(process)
+        return process
+
+    def runner(self, name: str, labels: str, *extra: str) -> subprocess.Popen[bytes]:
+        token = subprocess.run(
+            [sys.executable, "-m", "app.cli", "runner-token", name],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        runner_env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+        runner_env["GPUPROOF_RUNNER_TOKEN"] = token
+        argv = [
+            sys.executable,
+            "-m",
+            "app.runner.agent",
+            "--url",
+            self.url,
+            "--labels",
+            labels,
+            "--gpus",
+            "none",
+        ]
+        argv += ["--work-dir", str(self.tmp / f"work-{name}"), "--cache-dir", str(self.tmp / "cache"), *extra]
+        return self._start(argv, runner_env)
+
+    def deliver(self, action: str, head: str, name: str) -> None:
+        raw = delivery(action, head)
+        answer = httpx.post(
+            f"{self.url}/webhooks/github",
+            content=raw,
+            headers=signed_headers("pull_request", name, raw, SECRET),
+        )
+        assert answer.status_code == 202, answer.text
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+                process.wait(timeout=10)
+
+
+@pytest.fixture
+def stack(emulator: GitHubEmulator, queue: JobQueue, redis_url: str, tmp_path: Path) -> Iterator[Stack]:
+    emulator.permissions["octocat"] = "write"
+    running = Stack(emulator, redis_url, tmp_path)
+    yield running
+    running.stop()
+    text = running.log.read_text()
+    assert not any(prefix in text for prefix in TOKEN_PREFIXES), "a token reached a log line"
+
+
+def set_up(emulator: GitHubEmulator, config: str, head: str, files: dict[str, bytes]) -> None:
+    emulator.trees[BASE] = {".github/gpuproof.yml": config.encode()}
+    emulator.trees[head] = {**emulator.trees[BASE], **files}
+    emulator.add_pull(NUMBER, head, BASE, "GPU kernels", "")
+    emulator.pull_files[NUMBER] = []
+
+
+def wait_for(what: Callable[[], Any], seconds: float, log: Path) -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = what()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting; logs:\n{log.read_text()[-6000:]}")
+
+
+def gpu_run(emulator: GitHubEmulator, sha: str) -> dict[str, Any] | None:
+    return runs_on(emulator, sha).get("gpuproof / gpu-tests (cuda)")
+
+
+def completed(emulator: GitHubEmulator, sha: str) -> Callable[[], dict[str, Any] | None]:
+    def check() -> dict[str, Any] | None:
+        run = gpu_run(emulator, sha)
+        return run if run and run["status"] == "completed" else None
+
+    return check
+
+
+def statuses_of(emulator: GitHubEmulator, run_id: int) -> list[str]:
+    updates = [r.body.get("status") for r in emulator.posted("PATCH", f"/check-runs/{run_id}")]
+    return [s for i, s in enumerate(updates) if s and (i == 0 or s != updates[i - 1])]
+
+
+def no_token_in(emulator: GitHubEmulator) -> bool:
+    bodies = json.dumps([r.body for r in emulator.requests if r.method != "GET"])
+    return not any(prefix in bodies for prefix in TOKEN_PREFIXES)
+
+
+@pytest.mark.skipif(
+    shutil.which("cargo") is None, reason="cargo is not installed: the fixture crate cannot be built"
+)
+def test_built_on_a_cpu_runner_and_run_on_a_gpu_runner(emulator: GitHubEmulator, stack: Stack) -> None:
+    config = "gpu_tests:\n  - {name: cuda, labels: [cuda], build: cargo test --no-run --offline, gpu_test_pattern: gpu}\n"
+    files = {p: (FIXTURE / p).read_bytes() for p in ("Cargo.toml", "Cargo.lock", "src/lib.rs")}
+    set_up(emulator, config, HEAD1, files)
+    stack.runner("builder", "cpu", "--once")
+    stack.runner("gpu-box", "cuda", "--once", "--no-tracer")
+    stack.deliver("opened", HEAD1, "e2e-build")
+    run = wait_for(completed(emulator, HEAD1), 180, stack.log)
+    summary = run["output"]["summary"]
+    assert run["conclusion"] == "failure", summary
+    assert run["output"]["title"].startswith(
+        "2 passed, 2 failed, 1 ignored; 0 kernel launch(es); 1 GPU test(s)"
+    )
+    assert "`tests::gpu_add_one_pretends` (gpu_fixture)" in summary  # gpu-test-ran-on-cpu
+    assert "| `tests::cpu_sum_fails` | failed | 0 |" in summary
+    annotations = {(a["path"], a["start_line"], a["title"]) for a in run["_annotations"]}
+    assert ("src/lib.rs", 151, "GPU test failed: tests::cpu_sum_fails") in annotations
+    assert any(title == "gpu-test-ran-on-cpu" for _, _, title in annotations)
+    assert statuses_of(emulator, run["id"]) == ["queued", "in_progress", "queued", "in_progress", "completed"]
+    assert (stack.tmp / "cache" / "octo-org__kernels" / "target").is_dir()  # a trusted build keeps the cache
+    assert no_token_in(emulator)
+
+
+def test_a_killed_runner_loses_its_lease_and_another_completes_the_job(
+    emulator: GitHubEmulator, stack: Stack
+) -> None:
+    config = "gpu_tests:\n  - name: cuda\n    labels: [cuda]\n    commands: ['sleep 4; echo \"test tests::cpu_ok ... ok\"']\n"
+    set_up(emulator, config, HEAD1, {"src/lib.rs": b"pub fn f() {}\n"})
+    doomed = stack.runner("doomed", "cuda")
+    stack.deliver("opened", HEAD1, "e2e-kill")
+    wait_for(lambda: (gpu_run(emulator, HEAD1) or {}).get("status") == "in_progress", 30, stack.log)
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait(timeout=10)
+    stack.runner("survivor", "cuda", "--once")
+    run = wait_for(completed(emulator, HEAD1), 60, stack.log)
+    assert run["conclusion"] == "success", run["output"]
+    assert "1 passed, 0 failed" in run["output"]["title"]
+    assert "doomed stopped answering" in stack.log.read_text()
+    assert no_token_in(emulator)
+
+
+def test_a_new_push_cancels_the_running_job_and_tokens_stay_out_of_the_tests(
+    emulator: GitHubEmulator, stack: Stack
+) -> None:
+    commands = "['env | grep -c -E \"GPUPROOF_RUNNER_TOKEN|gpr_|ghs_\" || true', 'sleep 60']"
+    config = f"gpu_tests:\n  - name: cuda\n    labels: [cuda]\n    commands: {commands}\n"
+    set_up(emulator, config, HEAD1, {"src/lib.rs": b"pub fn f() {}\n"})
+    runner = stack.runner("box", "cuda", "--once")
+    stack.deliver("opened", HEAD1, "e2e-cancel-1")
+    wait_for(lambda: (gpu_run(emulator, HEAD1) or {}).get("status") == "in_progress", 30, stack.log)
+    set_up(emulator, config, HEAD2, {"src/lib.rs": b"pub fn g() {}\n"})
+    stack.deliver("synchronize", HEAD2, "e2e-cancel-2")
+    run = wait_for(completed(emulator, HEAD1), 30, stack.log)
+    assert run["conclusion"] == "cancelled" and HEAD2[:12] in run["output"]["summary"]
+    assert "```\n0\n" in run["output"]["summary"]  # the tests saw no token
+    assert runner.wait(timeout=10) == 0  # --once: it reported and left
+    assert gpu_run(emulator, HEAD2)["status"] == "queued"  # type: ignore[index]
