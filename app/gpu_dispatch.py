@@ -47,11 +47,15 @@ def dispatch(
 ) -> list[GpuJob]:
     """Queue each job for the commit unless one is already queued or running for it."""
     active = {j.spec.name for j in gpu.for_commit(repo, sha) if j.state != "done"}
+    # A retried dispatch (the worker died after creating the run) reuses the open run.
+    open_runs = {r["name"]: r for r in github.check_runs_for(inst, repo, sha) if r["status"] != "completed"}
     queued = []
     for spec in specs:
         if spec.name in active:
             continue
-        run = github.create_check_run(inst, repo, name=spec.check_name, head_sha=sha, status="queued")
+        run = open_runs.get(spec.check_name) or github.create_check_run(
+            inst, repo, name=spec.check_name, head_sha=sha, status="queued"
+        )
         job = gpu.create(
             GpuJob(
                 id=gpu.new_id(),

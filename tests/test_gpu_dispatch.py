@@ -39,7 +39,9 @@ from tests.test_worker import (
     runs_on,
     slash,
 )
+from tests.test_worker import pytestmark as needs_shared_github
 
+pytestmark = needs_shared_github
 GPU_CONFIG = """\
 gpu_tests:
   - name: cuda
@@ -345,4 +347,95 @@ values differ</failure>
         ("kernels", "tests::gpu_add", "passed", "", 0),
         ("kernels", "tests::gpu_sub", "failed", "src/lib.rs", 42),
         ("kernels", "tests::big", "ignored", "", 0),
+    ]
+
+
+def test_a_label_from_a_writer_and_a_push_to_the_default_branch_start_gpu_jobs(
+    emulator: GitHubEmulator, queue: JobQueue, app: TestClient
+) -> None:
+    config = GPU_CONFIG + "    when: [default-branch, 'label:run-gpu']\n"
+    emulator.permissions.update({"maintainer": "write", "visitor": "read"})
+    worker = make(emulator, queue)
+    gpu = GpuQueue(queue.client)
+    emulator.trees[BASE] = {".github/gpuproof.yml": config.encode()}
+    emulator.trees[HEAD1] = emulator.trees[BASE]
+
+    def label(sender: str, name: str, delivery_id: str) -> None:
+        payload = json.loads((EXAMPLES / "pull_request" / "labeled.payload.json").read_text())
+        payload["repository"]["full_name"] = REPO
+        payload["installation"] = {"id": INSTALLATION, "node_id": "x"}
+        pull = payload["pull_request"]
+        pull["number"], pull["head"]["sha"], pull["base"]["sha"] = NUMBER, HEAD1, BASE
+        pull["head"]["repo"]["full_name"] = "someone/kernels-fork"
+        payload["label"]["name"], payload["sender"]["login"] = name, sender
+        raw = json.dumps(payload).encode()
+        answer = app.post(
+            "/webhooks/github", content=raw, headers=signed_headers("pull_request", delivery_id, raw, SECRET)
+        )
+        assert answer.status_code == 202
+
+    label("maintainer", "bug", "l1")  # not the configured label
+    label("visitor", "run-gpu", "l2")  # not allowed to approve
+    drain(worker)
+    assert gpu.for_commit(REPO, HEAD1) == []
+    label("maintainer", "run-gpu", "l3")
+    drain(worker)
+    (labelled,) = gpu.for_commit(REPO, HEAD1)
+    assert gpu.approved(REPO, NUMBER, HEAD1) and not labelled.trusted
+
+    push = json.loads((EXAMPLES / "push" / "with-installation.payload.json").read_text())
+    push["repository"]["full_name"], push["installation"]["id"] = REPO, INSTALLATION
+    push["ref"], push["after"], push["deleted"] = "refs/heads/master", HEAD2, False
+    emulator.trees[HEAD2] = emulator.trees[BASE]
+    for ref, delivery_id, status in (("refs/heads/topic", "p1", 200), ("refs/heads/master", "p2", 202)):
+        push["ref"] = ref
+        raw = json.dumps(push).encode()
+        answer = app.post(
+            "/webhooks/github", content=raw, headers=signed_headers("push", delivery_id, raw, SECRET)
+        )
+        assert answer.status_code == status
+    drain(worker)
+    (on_main,) = gpu.for_commit(REPO, HEAD2)
+    assert on_main.trusted and on_main.pull_number == 0  # default-branch builds may write caches
+    assert runs_on(emulator, HEAD2)[GPU_CHECK]["status"] == "queued"
+
+
+def test_only_trusted_builds_write_the_build_cache(tmp_path: Path) -> None:
+    from app.runner.agent import Claimed, Runner
+
+    cache = tmp_path / "cache"
+    warm = cache / "octo-org__kernels" / "target"
+    (warm / "debug").mkdir(parents=True)
+    (warm / "debug" / "lib.rlib").write_text("trusted output")
+    runner = Runner(None, ["cpu"], tmp_path, cache, None, None)  # type: ignore[arg-type]
+
+    def job(trusted: bool) -> Claimed:
+        return Claimed("j", "build", REPO, HEAD1, trusted, {}, "", "t", 60, "", "")
+
+    assert runner._target_dir(job(True), tmp_path / "w1") == warm
+    private = runner._target_dir(job(False), tmp_path / "w2")
+    assert (
+        private == tmp_path / "w2" / "target"
+        and (private / "debug" / "lib.rlib").read_text() == "trusted output"
+    )
+    (private / "debug" / "lib.rlib").write_text("poisoned")
+    assert (warm / "debug" / "lib.rlib").read_text() == "trusted output"
+
+
+def test_cargo_test_output_is_attributed_to_its_test_binaries() -> None:
+    from app.runner.agent import tests_from_output
+
+    output = """\
+     Running unittests src/lib.rs (target/debug/deps/kernels-0123456789abcdef)
+running 1 test
+test tests::gpu_add ... ok
+     Running tests/integration.rs (target/debug/deps/integration-fedcba9876543210)
+running 2 tests
+test gpu_sub ... FAILED
+test slow ... ignored
+"""
+    assert [(t["binary"], t["test"], t["status"]) for t in tests_from_output(output)] == [
+        ("kernels", "tests::gpu_add", "passed"),
+        ("integration", "gpu_sub", "failed"),
+        ("integration", "slow", "ignored"),
     ]

@@ -26,8 +26,10 @@ from app.queue.jobs import JobQueue
 from tests.conftest import APP_ID, signed_headers, start_serve
 from tests.github_emulator import GitHubEmulator
 from tests.test_gpu_dispatch import delivery
-from tests.test_worker import BASE, HEAD1, HEAD2, NUMBER, REPO, SECRET, pytestmark, runs_on
+from tests.test_worker import BASE, HEAD1, HEAD2, NUMBER, REPO, SECRET, runs_on
+from tests.test_worker import pytestmark as needs_shared_github
 
+pytestmark = needs_shared_github
 FIXTURE = Path(__file__).parent / "fixtures" / "gpu-crate"
 TOKEN_PREFIXES = ("gpr_", "gpj_", "ghs_")
 
@@ -168,10 +170,12 @@ def test_built_on_a_cpu_runner_and_run_on_a_gpu_runner(emulator: GitHubEmulator,
     assert "`tests::gpu_add_one_pretends` (gpu_fixture)" in summary  # gpu-test-ran-on-cpu
     assert "| `tests::cpu_sum_fails` | failed | 0 |" in summary
     annotations = {(a["path"], a["start_line"], a["title"]) for a in run["_annotations"]}
-    assert ("src/lib.rs", 151, "GPU test failed: tests::cpu_sum_fails") in annotations
+    assert ("src/lib.rs", 151, "test failed: tests::cpu_sum_fails") in annotations
     assert any(title == "gpu-test-ran-on-cpu" for _, _, title in annotations)
     assert statuses_of(emulator, run["id"]) == ["queued", "in_progress", "queued", "in_progress", "completed"]
     assert (stack.tmp / "cache" / "octo-org__kernels" / "target").is_dir()  # a trusted build keeps the cache
+    for runner in ("builder", "gpu-box"):  # each job's workspace is removed after it
+        assert not list((stack.tmp / f"work-{runner}").glob("job-*"))
     assert no_token_in(emulator)
 
 
@@ -209,3 +213,87 @@ def test_a_new_push_cancels_the_running_job_and_tokens_stay_out_of_the_tests(
     assert "```\n0\n" in run["output"]["summary"]  # the tests saw no token
     assert runner.wait(timeout=10) == 0  # --once: it reported and left
     assert gpu_run(emulator, HEAD2)["status"] == "queued"  # type: ignore[index]
+
+
+def _why_no_gpu() -> str:
+    from app.runner.gpu import GpuHostError, gpus
+
+    try:
+        return "" if gpus() else "nvidia-smi lists no GPU"
+    except GpuHostError as exc:
+        return str(exc)
+
+
+def _fixture_archive(tmp: Path) -> Path:
+    """The fixture crate's test binary as a CPU build runner archives it. A GPU host has
+    no Rust toolchain: GPUPROOF_FIXTURE_BINARY names a binary built elsewhere with
+    `cargo test --no-run`."""
+    from app.runner.archive import pack, test_executables
+
+    prebuilt = os.environ.get("GPUPROOF_FIXTURE_BINARY")
+    if prebuilt:
+        executables = [("gpu_fixture", Path(prebuilt), ".")]
+    else:
+        done = subprocess.run(
+            [
+                "cargo",
+                "test",
+                "--no-run",
+                "--offline",
+                "--message-format=json",
+                "--target-dir",
+                str(tmp / "t"),
+            ],
+            cwd=FIXTURE,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        executables = [(n, p, ".") for n, p, _ in test_executables(done.stdout, FIXTURE)]
+    archive = tmp / "tests.tar.gz"
+    pack(executables, REPO, HEAD1, archive)
+    return archive
+
+
+@pytest.mark.skipif(bool(_why_no_gpu()), reason=f"needs an NVIDIA GPU with CUDA and CUPTI ({_why_no_gpu()})")
+def test_on_a_real_gpu_the_check_run_shows_kernels_and_flags_the_pretender(
+    emulator: GitHubEmulator, stack: Stack
+) -> None:
+    from app.runner.protocol import AppConnection
+
+    config = (
+        "gpu_tests:\n  - {name: cuda, labels: [cuda], build: cargo test --no-run, gpu_test_pattern: gpu}\n"
+    )
+    files = {p: (FIXTURE / p).read_bytes() for p in ("Cargo.toml", "Cargo.lock", "src/lib.rs")}
+    set_up(emulator, config, HEAD1, files)
+    stack.runner("gpu-box", "cuda", "--once", "--gpus", "all")
+    stack.deliver("opened", HEAD1, "gpu-proof")
+    # The CPU build runner's part, through the same protocol (the GPU host cannot build).
+    token = subprocess.run(
+        [sys.executable, "-m", "app.cli", "runner-token", "builder"],
+        env=stack.env,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    builder = AppConnection(stack.url, token)
+    answer = wait_for(lambda: _claimed(builder), 60, stack.log)
+    builder.upload_artifact(answer["job"]["id"], answer["job_token"], _fixture_archive(stack.tmp))
+    builder.report(answer["job"]["id"], answer["job_token"], {"status": "passed", "message": "prebuilt"})
+    run = wait_for(completed(emulator, HEAD1), 300, stack.log)
+    proof = os.environ.get("GPUPROOF_PROOF_DIR")
+    if proof:
+        Path(proof).mkdir(parents=True, exist_ok=True)
+        (Path(proof) / "gpu-check-run.json").write_text(json.dumps(run, indent=2))
+        shutil.copy(stack.log, Path(proof) / "gpu-stack-log.txt")
+    summary = run["output"]["summary"]
+    assert run["conclusion"] == "failure", summary  # the pretender is flagged
+    assert "| `tests::gpu_add_one_launches_a_kernel` | passed | 1 | `add_one` ×1 |" in summary
+    assert "| `tests::gpu_add_one_pretends` | passed | 0 | none |" in summary
+    assert "### gpu-test-ran-on-cpu\n- `tests::gpu_add_one_pretends`" in summary
+    assert "GPU: NVIDIA" in summary and "1 kernel launch(es)" in run["output"]["title"]
+    assert no_token_in(emulator)
+
+
+def _claimed(connection: Any) -> dict[str, Any] | None:
+    answer: dict[str, Any] = connection.claim(["cpu"], [])
+    return answer if answer.get("job") else None

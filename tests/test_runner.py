@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from app.runner.agent import gpu_test_findings
-from app.runner.execute import clean_environment, run_binary
+from app.runner.agent import gpu_test_findings, tests_from_output, traced_processes
+from app.runner.execute import clean_environment, run_binary, run_process, traced_environment
 from app.runner.gpu import GpuHostError, build_tracer, gpus
 from app.runner.libtest import TestOutcome, parse_libtest
 
@@ -166,3 +166,21 @@ def test_on_a_real_gpu_the_tracer_counts_each_tests_kernels(
     tests = [dict(r.to_json(), own_process=True) for r in runs.values()]
     findings = gpu_test_findings(tests, [], r"gpu|cuda")
     assert [f["test"] for f in findings] == ["tests::gpu_add_one_pretends"]
+
+
+@pytest.mark.skipif(bool(WHY_NO_GPU), reason=f"needs an NVIDIA GPU with CUDA and CUPTI ({WHY_NO_GPU})")
+def test_on_a_real_gpu_processes_sharing_a_trace_directory_report_per_binary(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # The `commands` form of a job: `cargo test` runs every test of a binary in one
+    # process; each traced process writes its own report, named by its program.
+    prebuilt = os.environ.get("GPUPROOF_FIXTURE_BINARY")
+    binary = Path(prebuilt) if prebuilt else request.getfixturevalue("fixture_binary")
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    env = traced_environment(os.environ, build_tracer(tmp_path / "tracer"), None)
+    env["GPUPROOF_TRACE_DIR"] = str(traces)
+    done = run_process([str(binary), "--test-threads=1"], cwd=tmp_path, env=env, timeout=120)
+    statuses = {t["test"]: t["status"] for t in tests_from_output(done.output)}
+    assert statuses["tests::gpu_add_one_launches_a_kernel"] == "passed", done.output
+    assert traced_processes(traces) == [{"binary": "gpu_fixture", "launches": 1, "kernels": {"add_one": 1}}]

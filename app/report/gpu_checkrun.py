@@ -166,7 +166,7 @@ def _annotations(result: dict[str, Any]) -> list[dict[str, Any]]:
                     "start_line": int(t["line"]),
                     "end_line": int(t["line"]),
                     "annotation_level": "failure",
-                    "title": f"GPU test failed: {t.get('test')}",
+                    "title": f"test failed: {t.get('test')}",
                     "message": str(t.get("message") or "failed")[:60000],
                 }
             )

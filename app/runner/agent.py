@@ -279,7 +279,7 @@ class Runner:
             if done.cancelled or done.timed_out:
                 break
         output = "\n".join(outputs)
-        tests = _tests_from_output(output)
+        tests = tests_from_output(output)
         if job.spec.get("junit"):
             report = (source / job.spec["junit"]).resolve()
             if not report.is_relative_to(source.resolve()) or not report.is_file():
@@ -287,7 +287,7 @@ class Runner:
             tests = [
                 dict(_outcome_json(o), binary=suite, own_process=False) for suite, o in parse_junit(report)
             ]
-        processes = _traced_processes(traces)
+        processes = traced_processes(traces)
         findings = gpu_test_findings(tests, processes, job.spec["gpu_test_pattern"], source)
         status = _status(tests, cancel, timed_out)
         if status == "passed" and failed_command:
@@ -352,7 +352,7 @@ def _binary_key(name: str) -> str:
     return base.replace("-", "_")
 
 
-def _tests_from_output(output: str) -> list[dict[str, Any]]:
+def tests_from_output(output: str) -> list[dict[str, Any]]:
     """libtest results of `cargo test` output, attributed to the binary named by the
     "Running ... (path)" line before them."""
     tests = []
@@ -369,7 +369,7 @@ def _tests_from_output(output: str) -> list[dict[str, Any]]:
     return tests
 
 
-def _traced_processes(traces: Path) -> list[dict[str, Any]]:
+def traced_processes(traces: Path) -> list[dict[str, Any]]:
     """Kernel launches per test binary, from the tracer's per-process reports."""
     by_binary: dict[str, dict[str, Any]] = {}
     for report in sorted(traces.glob("trace-*.json")):
