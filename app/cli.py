@@ -321,7 +321,8 @@ def _run_serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     queue = JobQueue.from_url(settings.redis_url)
     app = create_app(settings, queue, _runner_router(settings, queue))
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    # Runners' long polls would hold a graceful shutdown open; they retry elsewhere.
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info", timeout_graceful_shutdown=5)
     return 0
 
 

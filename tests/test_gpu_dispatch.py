@@ -423,7 +423,7 @@ def test_only_trusted_builds_write_the_build_cache(tmp_path: Path) -> None:
 
 
 def test_cargo_test_output_is_attributed_to_its_test_binaries() -> None:
-    from app.runner.agent import tests_from_output
+    from app.runner.agent import outcomes_from_output
 
     output = """\
      Running unittests src/lib.rs (target/debug/deps/kernels-0123456789abcdef)
@@ -434,7 +434,7 @@ running 2 tests
 test gpu_sub ... FAILED
 test slow ... ignored
 """
-    assert [(t["binary"], t["test"], t["status"]) for t in tests_from_output(output)] == [
+    assert [(t["binary"], t["test"], t["status"]) for t in outcomes_from_output(output)] == [
         ("kernels", "tests::gpu_add", "passed"),
         ("integration", "gpu_sub", "failed"),
         ("integration", "slow", "ignored"),

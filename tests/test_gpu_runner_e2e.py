@@ -96,10 +96,14 @@ class Stack:
         assert answer.status_code == 202, answer.text
 
     def stop(self) -> None:
-        for process in self.processes:
+        for process in reversed(self.processes):  # runners first: their long polls hold serve open
             if process.poll() is None:
                 process.terminate()
-                process.wait(timeout=10)
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    raise
 
 
 @pytest.fixture
@@ -228,7 +232,7 @@ def _fixture_archive(tmp: Path) -> Path:
     """The fixture crate's test binary as a CPU build runner archives it. A GPU host has
     no Rust toolchain: GPUPROOF_FIXTURE_BINARY names a binary built elsewhere with
     `cargo test --no-run`."""
-    from app.runner.archive import pack, test_executables
+    from app.runner.archive import built_test_binaries, pack
 
     prebuilt = os.environ.get("GPUPROOF_FIXTURE_BINARY")
     if prebuilt:
@@ -249,7 +253,7 @@ def _fixture_archive(tmp: Path) -> Path:
             text=True,
             check=True,
         )
-        executables = [(n, p, ".") for n, p, _ in test_executables(done.stdout, FIXTURE)]
+        executables = [(n, p, ".") for n, p, _ in built_test_binaries(done.stdout, FIXTURE)]
     archive = tmp / "tests.tar.gz"
     pack(executables, REPO, HEAD1, archive)
     return archive
@@ -297,3 +301,41 @@ def test_on_a_real_gpu_the_check_run_shows_kernels_and_flags_the_pretender(
 def _claimed(connection: Any) -> dict[str, Any] | None:
     answer: dict[str, Any] = connection.claim(["cpu"], [])
     return answer if answer.get("job") else None
+
+
+def _gpu_count() -> int:
+    from app.runner.gpu import GpuHostError, gpus
+
+    try:
+        return len(gpus())
+    except GpuHostError:
+        return 0
+
+
+@pytest.mark.skipif(_gpu_count() < 2, reason="needs a host with two or more NVIDIA GPUs")
+def test_a_multi_gpu_host_runs_one_job_per_gpu_at_once(emulator: GitHubEmulator, stack: Stack) -> None:
+    from app.queue.gpu_jobs import GpuQueue
+
+    command = "'echo visible=$CUDA_VISIBLE_DEVICES; sleep 4; echo \"test tests::cpu_ok ... ok\"'"
+    config = "gpu_tests:\n" + "".join(
+        f"  - name: {name}\n    labels: [cuda]\n    commands: [{command}]\n" for name in ("left", "right")
+    )
+    set_up(emulator, config, HEAD1, {"src/lib.rs": b"pub fn f() {}\n"})
+    stack.runner("two-gpus", "cuda", "--once", "--gpus", "all")
+    stack.deliver("opened", HEAD1, "multi-gpu")
+
+    def both_done() -> list[dict[str, Any]] | None:
+        runs = [r for r in runs_on(emulator, HEAD1).values() if r["name"].startswith("gpuproof / gpu-tests")]
+        return runs if len(runs) == 2 and all(r["status"] == "completed" for r in runs) else None
+
+    runs = wait_for(both_done, 120, stack.log)
+    visible = {r["output"]["summary"].rsplit("visible=", 1)[1].split()[0] for r in runs}  # from the output
+    assert len(visible) == 2 and all(v.startswith("GPU-") for v in visible)  # one GPU each, by UUID
+    import redis
+
+    jobs = GpuQueue(redis.Redis.from_url(stack.env["REDIS_URL"])).for_commit(REPO, HEAD1)
+    started = sorted(j.claimed_at for j in jobs)
+    assert started[1] - started[0] < 4, "the second job waited for the first"
+    proof = os.environ.get("GPUPROOF_PROOF_DIR")
+    if proof:
+        (Path(proof) / "multi-gpu-check-runs.json").write_text(json.dumps(runs, indent=2))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from app.runner.agent import gpu_test_findings, tests_from_output, traced_processes
+from app.runner.agent import gpu_test_findings, outcomes_from_output, traced_processes
 from app.runner.execute import clean_environment, run_binary, run_process, traced_environment
 from app.runner.gpu import GpuHostError, build_tracer, gpus
 from app.runner.libtest import TestOutcome, parse_libtest
@@ -181,6 +181,6 @@ def test_on_a_real_gpu_processes_sharing_a_trace_directory_report_per_binary(
     env = traced_environment(os.environ, build_tracer(tmp_path / "tracer"), None)
     env["GPUPROOF_TRACE_DIR"] = str(traces)
     done = run_process([str(binary), "--test-threads=1"], cwd=tmp_path, env=env, timeout=120)
-    statuses = {t["test"]: t["status"] for t in tests_from_output(done.output)}
+    statuses = {t["test"]: t["status"] for t in outcomes_from_output(done.output)}
     assert statuses["tests::gpu_add_one_launches_a_kernel"] == "passed", done.output
     assert traced_processes(traces) == [{"binary": "gpu_fixture", "launches": 1, "kernels": {"add_one": 1}}]

@@ -128,7 +128,8 @@ def test_malformed_deliveries_are_4xx_and_nothing_queued(client: TestClient, que
 def test_unhandled_events_get_a_2xx(client: TestClient, queue: JobQueue) -> None:
     push = deliver(client, "push", example("push", "payload.json"))
     closed = deliver(client, "pull_request", example("pull_request", "closed.payload.json"), delivery="d-2")
-    assert (push.status_code, push.json()["outcome"]) == (200, "ignored")
+    # A push that deletes a tag: only pushes to the default branch start GPU jobs.
+    assert (push.status_code, push.json()["outcome"]) == (200, "nothing-to-do")
     assert (closed.status_code, closed.json()["outcome"]) == (200, "ignored")
     assert queued(queue) == []
 
@@ -145,6 +146,8 @@ def test_unhandled_events_get_a_2xx(client: TestClient, queue: JobQueue) -> None
         ("installation", "deleted.payload.json", "installation"),
         ("installation_repositories", "added.payload.json", "installation"),
         ("pull_request", "reopened.payload.json", "review-pr"),
+        ("pull_request", "labeled.payload.json", "gpu-label"),
+        ("push", "with-new-branch.payload.json", "gpu-push"),
     ],
 )
 def test_routing_table(client: TestClient, queue: JobQueue, event: str, name: str, kind: str) -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from app.runner.archive import ArchiveError, build_command, pack, test_executables, unpack
+from app.runner.archive import ArchiveError, build_command, built_test_binaries, pack, unpack
 from app.runner.execute import TestRun, clean_environment, run_binary, run_process, traced_environment
 from app.runner.gpu import Gpu, GpuHostError, build_tracer, gpus
 from app.runner.junit import JunitError, parse_junit
@@ -194,7 +194,7 @@ class Runner:
         )
         if done.returncode != 0:
             return _ended(done.cancelled, done.timed_out, "the build failed", done.output)
-        executables = test_executables(messages.read_text(errors="replace"), source)
+        executables = built_test_binaries(messages.read_text(errors="replace"), source)
         if not executables:
             return {
                 "status": "error",
@@ -235,7 +235,7 @@ class Runner:
                 workspace / "bin" / binary.file,
                 self.tracer,
                 timeout=max(1.0, deadline - time.monotonic()),
-                gpu=str(self.gpu.index) if self.gpu else None,
+                gpu=self._visible_device(),
                 env=self._test_env(job),
                 cwd=crate if crate.is_dir() and crate.is_relative_to(source.resolve()) else source,
                 cancel=cancel,
@@ -260,7 +260,7 @@ class Runner:
     ) -> dict[str, Any]:
         traces = workspace / "traces"
         traces.mkdir()
-        env = traced_environment(self._test_env(job), self.tracer, str(self.gpu.index) if self.gpu else None)
+        env = traced_environment(self._test_env(job), self.tracer, self._visible_device())
         env["GPUPROOF_TRACE_DIR"] = str(traces)
         outputs, failed_command = [], ""
         timed_out = False
@@ -279,7 +279,7 @@ class Runner:
             if done.cancelled or done.timed_out:
                 break
         output = "\n".join(outputs)
-        tests = tests_from_output(output)
+        tests = outcomes_from_output(output)
         if job.spec.get("junit"):
             report = (source / job.spec["junit"]).resolve()
             if not report.is_relative_to(source.resolve()) or not report.is_file():
@@ -303,6 +303,11 @@ class Runner:
         if failed_command:
             result["message"] = f"`{failed_command}` exited with an error"
         return result
+
+    def _visible_device(self) -> str | None:
+        if self.gpu is None:
+            return None
+        return self.gpu.uuid or str(self.gpu.index)
 
     def _gpus(self) -> list[dict[str, Any]]:
         return [self.gpu.to_json()] if self.gpu else []
@@ -352,7 +357,7 @@ def _binary_key(name: str) -> str:
     return base.replace("-", "_")
 
 
-def tests_from_output(output: str) -> list[dict[str, Any]]:
+def outcomes_from_output(output: str) -> list[dict[str, Any]]:
     """libtest results of `cargo test` output, attributed to the binary named by the
     "Running ... (path)" line before them."""
     tests = []

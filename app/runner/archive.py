@@ -44,7 +44,7 @@ def build_command(spec_build: str) -> list[str]:
     return argv
 
 
-def test_executables(cargo_json: str, source_root: Path) -> list[tuple[str, Path, str]]:
+def built_test_binaries(cargo_json: str, source_root: Path) -> list[tuple[str, Path, str]]:
     """(target name, executable, crate directory) of every test binary cargo built."""
     found = []
     for line in cargo_json.splitlines():

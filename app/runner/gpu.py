@@ -23,6 +23,7 @@ class Gpu:
     driver: str
     memory_mib: int
     compute_capability: str
+    uuid: str = ""  # what CUDA_VISIBLE_DEVICES names: indices shift under an outer mask, UUIDs do not
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -31,6 +32,7 @@ class Gpu:
             "driver": self.driver,
             "memory_mib": self.memory_mib,
             "compute_capability": self.compute_capability,
+            "uuid": self.uuid,
         }
 
 
@@ -41,7 +43,7 @@ def gpus() -> list[Gpu]:
     done = subprocess.run(
         [
             smi,
-            "--query-gpu=index,name,driver_version,memory.total,compute_cap",
+            "--query-gpu=index,name,driver_version,memory.total,compute_cap,uuid",
             "--format=csv,noheader,nounits",
         ],
         capture_output=True,
@@ -53,8 +55,8 @@ def gpus() -> list[Gpu]:
         raise GpuHostError(f"nvidia-smi failed: {done.stderr.strip() or done.stdout.strip()}")
     found = []
     for line in done.stdout.strip().splitlines():
-        index, name, driver, memory, capability = (part.strip() for part in line.split(","))
-        found.append(Gpu(int(index), name, driver, int(float(memory)), capability))
+        index, name, driver, memory, capability, uuid = (part.strip() for part in line.split(","))
+        found.append(Gpu(int(index), name, driver, int(float(memory)), capability, uuid))
     return found
 
 
