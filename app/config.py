@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from app.checks.model import Severity
-from app.gpu_config import GpuConfigError, GpuJobSpec, parse_gpu_jobs
+from app.gpu_config import GpuConfigError, GpuJobSpec, parse_gpu_jobs, unknown_keys
 
 CONFIG_PATH = ".github/gpuproof.yml"
 DEFAULT_FALLBACK_ENV_VAR = "FERROTORCH_ENABLE_GPU_FALLBACK"
@@ -78,11 +78,9 @@ def parse_config(text: str, known_rules: set[str], source: str = CONFIG_PATH) ->
         return RepoConfig()
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping of settings, got {type(data).__name__}")
-    unknown = sorted(set(map(str, data)) - _KEYS)
+    unknown = unknown_keys(data, _KEYS)
     if unknown:
-        raise ConfigError(
-            f"{source}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_KEYS))}"
-        )
+        raise ConfigError(f"{source}: {unknown}")
 
     severities_raw = data.get("severities", {}) or {}
     if not isinstance(severities_raw, dict):

@@ -132,11 +132,9 @@ def _job(item: Any, index: int, source: str) -> GpuJobSpec:
     where = f"{source}: gpu_tests[{index}]"
     if not isinstance(item, dict):
         raise GpuConfigError(f"{where} must be a mapping")
-    unknown = sorted(set(map(str, item)) - _JOB_KEYS)
+    unknown = unknown_keys(item, _JOB_KEYS)
     if unknown:
-        raise GpuConfigError(
-            f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_JOB_KEYS))}"
-        )
+        raise GpuConfigError(f"{where}: {unknown}")
     name = item.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
         raise GpuConfigError(f"{where}: 'name' must be a short name of letters, digits, '-', '_' or '.'")
@@ -178,6 +176,12 @@ def _job(item: Any, index: int, source: str) -> GpuJobSpec:
         when=when,
         requires=_requires(item.get("requires", {}), where),
     )
+
+
+def unknown_keys(data: dict[Any, Any], allowed: set[str]) -> str:
+    """The complaint about keys a mapping should not have ("" when it has none)."""
+    unknown = sorted(set(map(str, data)) - allowed)
+    return f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}" if unknown else ""
 
 
 def _strings(value: Any, what: str) -> tuple[str, ...]:

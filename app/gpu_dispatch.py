@@ -12,6 +12,7 @@ the head SHA it was given on, not later pushes.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from app.checks.rules import BY_ID
 from app.config import CONFIG_PATH, ConfigError, RepoConfig, parse_config
@@ -78,21 +79,21 @@ def dispatch(
 def cancel_older(github: GitHubClient, gpu: GpuQueue, repo: str, number: int, head: str) -> int:
     """A new push cancels the pull request's queued jobs for older commits and
     signals the running ones."""
-    cancelled = 0
-    for job in gpu.for_pull(repo, number):
-        if job.sha != head and job.state != "done":
-            changed = gpu.cancel(job, f"cancelled: a newer push ({head[:12]}) supersedes {job.sha[:12]}")
-            if changed is not None:
-                show(github, changed)
-                cancelled += 1
-    return cancelled
+    older = [job for job in gpu.for_pull(repo, number) if job.sha != head]
+    return _cancel(
+        github, gpu, older, lambda job: f"cancelled: a newer push ({head[:12]}) supersedes {job.sha[:12]}"
+    )
 
 
 def cancel_commit(github: GitHubClient, gpu: GpuQueue, repo: str, sha: str, who: str) -> int:
+    return _cancel(github, gpu, gpu.for_commit(repo, sha), lambda job: f"cancelled by @{who}")
+
+
+def _cancel(github: GitHubClient, gpu: GpuQueue, jobs: list[GpuJob], reason: Callable[[GpuJob], str]) -> int:
     cancelled = 0
-    for job in gpu.for_commit(repo, sha):
+    for job in jobs:
         if job.state != "done":
-            changed = gpu.cancel(job, f"cancelled by @{who}")
+            changed = gpu.cancel(job, reason(job))
             if changed is not None:
                 show(github, changed)
                 cancelled += 1

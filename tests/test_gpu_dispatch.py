@@ -101,6 +101,15 @@ def open_pull(
     assert answer.status_code == 202, answer.text
 
 
+def opened_by_a_writer(emulator: GitHubEmulator, queue: JobQueue, app: TestClient) -> Any:
+    """A pull request opened by an author with write permission, its jobs all run."""
+    emulator.permissions["octocat"] = "write"
+    worker = make(emulator, queue)
+    open_pull(emulator, app, HEAD1)
+    drain(worker)
+    return worker
+
+
 def drain(worker: Any) -> None:
     while worker.run_once():
         pass
@@ -147,10 +156,7 @@ def test_gpu_fit_names_what_is_missing() -> None:
 def test_a_trusted_push_queues_a_gpu_check_and_a_new_push_cancels_it(
     emulator: GitHubEmulator, queue: JobQueue, app: TestClient
 ) -> None:
-    emulator.permissions["octocat"] = "write"
-    worker = make(emulator, queue)
-    open_pull(emulator, app, HEAD1)
-    drain(worker)
+    worker = opened_by_a_writer(emulator, queue, app)
     first = runs_on(emulator, HEAD1)[GPU_CHECK]
     assert first["status"] == "queued" and "labels cuda" in first["output"]["title"]
     open_pull(emulator, app, HEAD2, "synchronize")
@@ -261,10 +267,7 @@ def test_the_runner_protocol_hands_out_scoped_tokens_and_lost_leases_requeue_onc
 def test_a_runner_whose_gpu_does_not_fit_is_told_and_the_check_run_says_why(
     emulator: GitHubEmulator, queue: JobQueue, app: TestClient
 ) -> None:
-    emulator.permissions["octocat"] = "write"
-    worker = make(emulator, queue)
-    open_pull(emulator, app, HEAD1)
-    drain(worker)
+    opened_by_a_writer(emulator, queue, app)
     gpu = GpuQueue(queue.client)
     (job,) = gpu.for_commit(REPO, HEAD1)
     job.spec = GpuJobSpec("cuda", ("cuda", "sm_90"), commands=("cargo test",), requires={"memory_gb": "80"})

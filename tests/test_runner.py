@@ -151,14 +151,18 @@ def test_parse_libtest_output() -> None:
     ]
 
 
+def _gpu_fixture_binary(request: pytest.FixtureRequest) -> Path:
+    """A GPU host has no Rust toolchain: GPUPROOF_FIXTURE_BINARY names a test binary
+    built elsewhere with `cargo test --no-run`, as a CPU build runner would ship it."""
+    prebuilt = os.environ.get("GPUPROOF_FIXTURE_BINARY")
+    return Path(prebuilt) if prebuilt else Path(request.getfixturevalue("fixture_binary"))
+
+
 @pytest.mark.skipif(bool(WHY_NO_GPU), reason=f"needs an NVIDIA GPU with CUDA and CUPTI ({WHY_NO_GPU})")
 def test_on_a_real_gpu_the_tracer_counts_each_tests_kernels(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    # A GPU host has no Rust toolchain: GPUPROOF_FIXTURE_BINARY names a test binary
-    # built elsewhere with `cargo test --no-run`, as a CPU build runner would ship it.
-    prebuilt = os.environ.get("GPUPROOF_FIXTURE_BINARY")
-    binary = Path(prebuilt) if prebuilt else request.getfixturevalue("fixture_binary")
+    binary = _gpu_fixture_binary(request)
     runs = {r.outcome.name: r for r in run_binary(binary, build_tracer(tmp_path / "tracer"))}
     launched = runs["tests::gpu_add_one_launches_a_kernel"]
     assert (launched.outcome.status, launched.launches, launched.kernels) == ("passed", 1, {"add_one": 1})
@@ -174,8 +178,7 @@ def test_on_a_real_gpu_processes_sharing_a_trace_directory_report_per_binary(
 ) -> None:
     # The `commands` form of a job: `cargo test` runs every test of a binary in one
     # process; each traced process writes its own report, named by its program.
-    prebuilt = os.environ.get("GPUPROOF_FIXTURE_BINARY")
-    binary = Path(prebuilt) if prebuilt else request.getfixturevalue("fixture_binary")
+    binary = _gpu_fixture_binary(request)
     traces = tmp_path / "traces"
     traces.mkdir()
     env = traced_environment(os.environ, build_tracer(tmp_path / "tracer"), None)

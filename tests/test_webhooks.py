@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +33,6 @@ needs_examples = pytest.mark.skipif(
 def example(event: str, name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((EXAMPLES / event / name).read_text())
     return data
-
-
-@pytest.fixture
-def queue(redis_url: str) -> Iterator[JobQueue]:
-    client = redis.Redis.from_url(redis_url)
-    client.flushdb()
-    yield JobQueue(client)
-    client.flushdb()
 
 
 @pytest.fixture
