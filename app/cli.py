@@ -115,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
         "runner-token", help="register a runner and print its token once (needs REDIS_URL)"
     )
     token.add_argument("name", help="the runner's name, shown in check runs")
+    token.add_argument("--revoke", action="store_true", help="invalidate the runner's token instead")
 
     explain_cmd = sub.add_parser("explain", help="what a rule flags, why, and what to write instead")
     explain_cmd.add_argument("rule")
@@ -371,8 +372,14 @@ def _run_runner_token(args: argparse.Namespace) -> int:
     from app.queue.gpu_jobs import GpuQueue
 
     url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    gpu = GpuQueue(redis.Redis.from_url(url, socket_connect_timeout=2))
     try:
-        token = GpuQueue(redis.Redis.from_url(url, socket_connect_timeout=2)).register_runner(args.name)
+        if args.revoke:
+            if not gpu.revoke_runner(args.name):
+                raise UsageError(f"no runner named '{args.name}' is registered")
+            print(f"runner '{args.name}': token revoked", file=sys.stderr)
+            return 0
+        token = gpu.register_runner(args.name)
     except redis.RedisError as exc:
         raise UsageError(f"Redis at REDIS_URL cannot be reached ({type(exc).__name__})") from None
     print(token)

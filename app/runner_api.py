@@ -39,6 +39,7 @@ MAX_WAIT_SECONDS = 50.0  # under common proxies' 60 s idle timeout
 POLL_SECONDS = 0.5
 MAX_RESULT_BYTES = 8 * 1024 * 1024
 MAX_ARTIFACT_BYTES = 4 * 1024 * 1024 * 1024
+ARTIFACT_TTL_SECONDS = 2 * 24 * 3600
 CONCLUSIONS = {
     "passed": "success",
     "failed": "failure",
@@ -55,6 +56,14 @@ def _bearer(request: Request) -> str:
 
 def _refuse(status: int, error: str) -> JSONResponse:
     return JSONResponse({"error": error}, status_code=status)
+
+
+def _prune(artifact_dir: Path) -> None:
+    """Archives whose GPU step never ended (its runner was lost twice, say) go after a while."""
+    cutoff = time.time() - ARTIFACT_TTL_SECONDS
+    for archive in artifact_dir.glob("*.tar.gz"):
+        if archive.stat().st_mtime < cutoff:
+            archive.unlink(missing_ok=True)
 
 
 def runner_router(
@@ -160,6 +169,7 @@ def runner_router(
             return _refuse(400, "the archive's SHA-256 does not match X-Gpuproof-Sha256")
         os.replace(partial, artifact_dir / f"{job_id}.tar.gz")
         gpu.set_artifact(job_id, declared)
+        _prune(artifact_dir)
         return JSONResponse({"sha256": declared, "bytes": size}, status_code=201)
 
     @router.get("/jobs/{job_id}/artifact")
@@ -196,6 +206,8 @@ def runner_router(
         if ended is not None:
             log.info("job %s finished: %s (%s)", job_id, conclusion, status)
             show(ended)
+            if ended.build_job:  # its GPU step is over: the archive is not needed again
+                (artifact_dir / f"{ended.build_job}.tar.gz").unlink(missing_ok=True)
         return JSONResponse({"conclusion": conclusion})
 
     def _built(job: GpuJob, message: str) -> Response:

@@ -442,3 +442,14 @@ test slow ... ignored
         ("integration", "gpu_sub", "failed"),
         ("integration", "slow", "ignored"),
     ]
+
+
+def test_a_new_runner_token_replaces_the_old_one_and_revoked_tokens_are_refused(
+    queue: JobQueue, app: TestClient
+) -> None:
+    gpu = GpuQueue(queue.client)
+    first = gpu.register_runner("box")
+    second = gpu.register_runner("box")
+    assert gpu.runner_named_by(first) is None and gpu.runner_named_by(second) == "box"
+    assert gpu.revoke_runner("box") and not gpu.revoke_runner("box")
+    assert _claim(app, second, ["cuda"]).status_code == 401

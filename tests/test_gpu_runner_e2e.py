@@ -178,6 +178,7 @@ def test_built_on_a_cpu_runner_and_run_on_a_gpu_runner(emulator: GitHubEmulator,
     assert any(title == "gpu-test-ran-on-cpu" for _, _, title in annotations)
     assert statuses_of(emulator, run["id"]) == ["queued", "in_progress", "queued", "in_progress", "completed"]
     assert (stack.tmp / "cache" / "octo-org__kernels" / "target").is_dir()  # a trusted build keeps the cache
+    assert not list((stack.tmp / "artifacts").iterdir())  # the archive went with its GPU step
     for runner in ("builder", "gpu-box"):  # each job's workspace is removed after it
         assert not list((stack.tmp / f"work-{runner}").glob("job-*"))
     assert no_token_in(emulator)

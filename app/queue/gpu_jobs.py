@@ -32,6 +32,7 @@ LEASES_KEY = "gpuproof:gpu:leases"
 COMMIT_KEY = "gpuproof:gpu:commit:{}@{}"  # the jobs of one commit
 PULL_KEY = "gpuproof:gpu:pull:{}#{}"  # the jobs of one pull request
 RUNNER_KEY = "gpuproof:gpu:runner:{}"  # hash of a runner token -> runner name
+RUNNERS_KEY = "gpuproof:gpu:runners"  # runner name -> hash of its current token
 APPROVED_KEY = "gpuproof:gpu:approved:{}#{}"  # head SHAs approved for GPU tests
 MAX_ATTEMPTS = 2  # a lost lease requeues the job once
 RECORD_TTL_SECONDS = 30 * 24 * 3600
@@ -323,9 +324,25 @@ class GpuQueue:
 
     # -- runners and approvals ---------------------------------------------------------
     def register_runner(self, name: str) -> str:
+        """A new token for the runner (shown once); a token it had before stops working."""
         token = "gpr_" + secrets.token_urlsafe(32)
-        self.client.set(RUNNER_KEY.format(_hash(token)), name)
+        self.revoke_runner(name)
+        with self.client.pipeline() as pipe:
+            pipe.set(RUNNER_KEY.format(_hash(token)), name)
+            pipe.hset(RUNNERS_KEY, name, _hash(token))
+            pipe.execute()
         return token
+
+    def revoke_runner(self, name: str) -> bool:
+        previous = self.client.hget(RUNNERS_KEY, name)
+        if previous is None:
+            return False
+        digest = previous.decode() if isinstance(previous, bytes) else str(previous)
+        with self.client.pipeline() as pipe:
+            pipe.delete(RUNNER_KEY.format(digest))
+            pipe.hdel(RUNNERS_KEY, name)
+            pipe.execute()
+        return True
 
     def runner_named_by(self, token: str) -> str | None:
         name = self.client.get(RUNNER_KEY.format(_hash(token))) if token else None
