@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.checks.claims import Claim, extract_claims, judge
+from app.checks.mentions import mentioned_claims, planned_lines
 from app.checks.model import Finding
 from app.checks.prose import Sentence, sentences
 from app.checks.workspace import IndexedFunction, Workspace
@@ -26,8 +27,15 @@ def description_context(
     ws: Workspace, title: str, body: str, changed: list[IndexedFunction], findings: list[Finding]
 ) -> DescriptionContext:
     said = sentences(title, body)
-    ctx = DescriptionContext(ws, title, body, said, changed, findings, extract_claims(said))
+    planned = planned_lines(said)
+    claims = [c for c in extract_claims(said) if c.line not in planned]
+    ctx = DescriptionContext(ws, title, body, said, changed, findings, claims)
     for claim in ctx.claims:
         judge(ws, claim, changed, findings)
     ctx.claims = [c for c in ctx.claims if c.functions or not c.soft]
+    for claim, named in mentioned_claims(said, changed, ctx.claims):
+        judge(ws, claim, named, findings)
+        if claim.functions:
+            ctx.claims.append(claim)
+    ctx.claims.sort(key=lambda c: c.line)
     return ctx

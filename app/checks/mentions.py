@@ -1,0 +1,128 @@
+"""Claims by mention. Commit messages and PR descriptions of GPU work name the
+functions, kernels and autograd nodes they touched, in titles, bullets and running
+prose ("SigmoidBackward: uses sigmoid_backward_f32 directly", "compiled pipelines for
+matmul_f32, bmm_f32 and softmax_f32"). Whatever the sentence's shape, naming a GPU
+function the diff changes, in a sentence that is not a negation, a plan or history,
+presents it as done work: a claim about that function, held to the same evidence as
+any other (spec Step 4).
+
+Only distinctive names count (``snake_case``, ``CamelCase``, ``Type::method``), and only
+when they are exactly a changed GPU function's name, its ``Type::method``, its type
+(when that type has one changed GPU method) or its name without a ``gpu_``/``cuda_``
+prefix; a word such as "matmul" alone is left to the claim patterns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+
+from app.checks.claims import Claim
+from app.checks.prose import Sentence
+from app.checks.workspace import IndexedFunction
+
+_IDENTIFIER = re.compile(r"(?<![\w:])[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
+_DISTINCTIVE = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|::|[a-z][A-Z]")
+_BACKEND_PREFIX = re.compile(r"^(?:gpu|cuda|cu|wgpu|metal|mtl)_", re.I)
+# A sentence that denies, plans, recounts the past, reports tests or tidies code does
+# not claim the names in it.
+_NOT_DONE_WORK = re.compile(
+    r"\b(?:not|no|never|without|cannot|can't|doesn't|don't|isn't|aren't|won't|yet|todo|fixme|planned"
+    r"|plan|will|would|should|could|might|future|follow[- ]?ups?|previously|formerly|used to|was|were"
+    r"|unchanged|untouched|kept|pre-?existing|already|removed?|deleted?|deprecated|revert(?:ed|s)?"
+    r"|instead of|rather than|out of scope|skips?|skipped|ignored?|tests?|probes?|benchmarks?"
+    r"|renam\w*|refactor\w*|typos?|comments?|docs?|documentation|formatting|clippy|lint)\b",
+    re.I,
+)
+# Names of GPU work appear next to these words; a sentence without one (and under a
+# title or list head without one) talks about something else, e.g. a cache flag.
+_GPU_CONTEXT = re.compile(
+    r"\b(?:gpus?|cuda|kernels?|ptx|device|on-device|cublas\w*|cusolver|cusparse|cufft|cudnn|nccl|msl|metal"
+    r"|mps|wgpu|cubecl|vulkan|tensor cores?|launch\w*|backward)\b",
+    re.I,
+)
+# "reuses the kernel via ptx_f32_to_f64": a name after these words is the means, not the claim.
+_MEANS = re.compile(
+    r"\b(?:via|through|using|by|reuses?|existing|helpers?|calls?)\s+(?:the\s+|a\s+|an\s+)?$", re.I
+)
+# Accessors and constructors are plumbing, not GPU ops, unless they launch work.
+_PLUMBING = re.compile(r"^(?:is|has|get|set|with|new|from|into|as|to)(?:_|$)")
+# A heading after which the items are plans or gaps, not done work.
+_PLAN_HEAD = re.compile(
+    r"\b(?:next(?:\s+steps?)?|todo|follow[- ]?ups?|out of scope|not (?:yet )?(?:done|covered|implemented)"
+    r"|known (?:issues|gaps|limitations)|limitations|remaining|deferred|open questions)\b",
+    re.I,
+)
+
+
+def _is_gpu_op(function: IndexedFunction) -> bool:
+    if function.support_code or function.cpu_build:
+        return False
+    if _PLUMBING.match(function.fn.name):
+        return bool(function.direct_evidence)
+    return bool(function.claim or function.evidence or function.gpu_location)
+
+
+def _names_of(changed: list[IndexedFunction]) -> dict[str, list[IndexedFunction]]:
+    """Every name a changed GPU function goes by in prose, lower-cased."""
+    names: dict[str, list[IndexedFunction]] = defaultdict(list)
+    methods_of: dict[str, list[IndexedFunction]] = defaultdict(list)
+    for function in filter(_is_gpu_op, changed):
+        name, qualname = function.fn.name, function.fn.qualname
+        keys = {name, qualname, _BACKEND_PREFIX.sub("", name)}
+        if "::" in qualname:
+            methods_of[qualname.rsplit("::", 1)[0]].append(function)
+        for key in keys:
+            names[key.lower()].append(function)
+    for owner, methods in methods_of.items():
+        if len(methods) == 1:  # "SigmoidBackward" names its one changed method
+            names[owner.rsplit("::", 1)[-1].lower()].append(methods[0])
+    return names
+
+
+def planned_lines(said: Iterable[Sentence]) -> set[int]:
+    """Lines of the list items under a "Next steps:" / "Follow-ups:" / "Limitations:"
+    heading: plans and gaps, which claim nothing, whatever their wording."""
+    lines: set[int] = set()
+    in_plan = False
+    for sentence in said:
+        text = sentence.with_code or sentence.text
+        if not sentence.bullet:
+            in_plan = bool(_PLAN_HEAD.search(text)) and text.rstrip().endswith(":")
+        elif in_plan:
+            lines.add(sentence.line)
+    return lines
+
+
+def mentioned_claims(
+    said: Iterable[Sentence], changed: list[IndexedFunction], claimed: Iterable[Claim]
+) -> list[tuple[Claim, list[IndexedFunction]]]:
+    """Claims for changed GPU functions the description names and no other claim
+    covers, each with the functions it names."""
+    names = _names_of(changed)
+    covered = {id(f) for claim in claimed for f in claim.functions}
+    found: list[tuple[Claim, list[IndexedFunction]]] = []
+    said = list(said)
+    planned = planned_lines(said)
+    head_is_gpu, title_is_gpu = False, False
+    for sentence in said:
+        text = sentence.with_code or sentence.text
+        if sentence.line == 0:
+            title_is_gpu = bool(_GPU_CONTEXT.search(text))
+        if not sentence.bullet:
+            head_is_gpu = bool(_GPU_CONTEXT.search(text))
+        if sentence.line in planned or _NOT_DONE_WORK.search(text):
+            continue
+        gpu_context = _GPU_CONTEXT.search(text) or (sentence.bullet and head_is_gpu) or title_is_gpu
+        if not gpu_context:
+            continue
+        for mention in _IDENTIFIER.finditer(text):
+            identifier = mention.group()
+            if not _DISTINCTIVE.search(identifier) or _MEANS.search(text[: mention.start()]):
+                continue
+            functions = [f for f in names.get(identifier.lower(), []) if id(f) not in covered]
+            if functions:
+                covered.update(id(f) for f in functions)
+                found.append((Claim(text, identifier, sentence.line), functions))
+    return found

@@ -1,0 +1,65 @@
+"""Claims by mention: a changed GPU function the description names, in whatever
+sentence shape, is claimed as done work; negations, plans, history, tests, the means
+of a claim and sentences with no GPU context are not."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import run_review
+from tests.test_review import FAKE_LAYER_NORM, GPU_TEST, KERNEL
+
+BACKWARD = """
+    pub struct SigmoidBackward { out: CudaBuffer<f32> }
+    impl GradFn for SigmoidBackward {
+        fn backward(&self, grad: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<CudaBuffer<f32>> {
+            let f = dev.get_func("act", "sigmoid_backward_f32").ok_or(GpuError::MissingKernel)?;
+            unsafe { f.launch(LaunchConfig::for_num_elems(4), (grad, &self.out)) }?;
+            Ok(grad.clone())
+        }
+    }
+    pub fn is_capturing(dev: &GpuDevice) -> bool {
+        dev.capturing()
+    }
+    """
+FILES = {"src/lib.rs": KERNEL + FAKE_LAYER_NORM + BACKWARD, "tests/gpu.rs": GPU_TEST}
+
+
+def claimed(body: str) -> dict[str, bool]:
+    return {c.subject: c.backed for c in run_review(FILES, body=body, title="gpu: activations").claims}
+
+
+def test_a_named_gpu_function_in_a_bullet_is_a_claim_held_to_the_evidence() -> None:
+    found = claimed(
+        "Activation paths:\n- SigmoidBackward: runs its kernel directly\n- `gpu_layer_norm` done\n"
+    )
+    assert found == {"SigmoidBackward": False, "gpu_layer_norm": False}  # no GPU test; a host round trip
+    assert claimed("The scale op `gpu_scale` launches one kernel per call.") == {"gpu_scale": True}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Next steps:\n- SigmoidBackward on the GPU\n",
+        "gpu_layer_norm is not ported yet.",
+        "gpu_layer_norm was previously a CPU loop.",
+        "The probe test covers gpu_layer_norm on the device.",
+        "Normalisation reuses the kernel via gpu_layer_norm.",
+        "is_capturing reports the capture state on the device.",  # plumbing, not a GPU op
+        "Renamed gpu_layer_norm for clarity.",
+    ],
+)
+def test_names_outside_done_gpu_work_are_not_claims(body: str) -> None:
+    assert claimed(body) == {}
+
+
+def test_a_sentence_without_gpu_context_claims_nothing_under_a_plain_title() -> None:
+    found = run_review(FILES, body="gpu_layer_norm handles empty inputs.", title="misc: edge cases")
+    assert found.claims == []
+
+
+def test_a_name_already_claimed_by_a_pattern_is_not_claimed_twice() -> None:
+    found = run_review(
+        FILES, body="Implemented `gpu_layer_norm` on GPU. gpu_layer_norm launches on the device."
+    )
+    assert [c.subject for c in found.claims] == ["gpu_layer_norm"]
