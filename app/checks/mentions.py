@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from app.checks.claims import Claim
-from app.checks.prose import Sentence
+from app.checks.prose import Sentence, subject_words
 from app.checks.workspace import IndexedFunction
 
 _IDENTIFIER = re.compile(r"(?<![\w:])[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
@@ -99,9 +99,12 @@ def mentioned_claims(
     said: Iterable[Sentence], changed: list[IndexedFunction], claimed: Iterable[Claim]
 ) -> list[tuple[Claim, list[IndexedFunction]]]:
     """Claims for changed GPU functions the description names and no other claim
-    covers, each with the functions it names."""
+    names, each with the functions it names."""
     names = _names_of(changed)
-    covered = {id(f) for claim in claimed for f in claim.functions}
+    # A name another claim already names is not claimed again; a broad claim ("the
+    # activation backward paths") that happens to cover a function does not stop the
+    # sentence naming it from being a claim of its own.
+    named_already = [set(subject_words(claim.subject)) for claim in claimed]
     found: list[tuple[Claim, list[IndexedFunction]]] = []
     said = list(said)
     planned = planned_lines(said)
@@ -121,8 +124,9 @@ def mentioned_claims(
             identifier = mention.group()
             if not _DISTINCTIVE.search(identifier) or _MEANS.search(text[: mention.start()]):
                 continue
-            functions = [f for f in names.get(identifier.lower(), []) if id(f) not in covered]
-            if functions:
-                covered.update(id(f) for f in functions)
+            functions = names.get(identifier.lower(), [])
+            words = set(subject_words(identifier)) or {identifier.lower()}
+            if functions and not any(words <= earlier for earlier in named_already):
+                named_already.append(words)
                 found.append((Claim(text, identifier, sentence.line), functions))
     return found
