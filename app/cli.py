@@ -341,7 +341,7 @@ def _runner_router(settings: ServiceSettings, queue: JobQueue) -> APIRouter:
             credentials.github_api_url, credentials.app_id, credentials.private_key.reveal()
         )
     gpu = GpuQueue(queue.client, lease_seconds=settings.gpu_lease_seconds)
-    return runner_router(gpu, queue, github, Path(settings.artifact_dir))
+    return runner_router(gpu, github, Path(settings.artifact_dir))
 
 
 def _run_worker(args: argparse.Namespace) -> int:

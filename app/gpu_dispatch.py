@@ -32,7 +32,8 @@ def config_at(github: GitHubClient, inst: int, repo: str, ref: str) -> RepoConfi
 
 
 def show(github: GitHubClient, job: GpuJob) -> None:
-    """Bring the job's check run up to date with its record (idempotent)."""
+    """Bring the job's check run up to date with its record (idempotent; run by the
+    "gpu-check" job that every change of the record queues)."""
     github.update_check_run(job.installation_id, job.repository, job.check_run_id, **render_gpu_check(job))
 
 
@@ -70,7 +71,6 @@ def dispatch(
                 check_run_id=int(run["id"]),
             )
         )
-        show(github, job)
         log.info("GPU job %s (%s) queued for %s@%s", job.id, spec.name, repo, sha[:12])
         queued.append(job)
     return queued
@@ -90,14 +90,7 @@ def cancel_commit(github: GitHubClient, gpu: GpuQueue, repo: str, sha: str, who:
 
 
 def _cancel(github: GitHubClient, gpu: GpuQueue, jobs: list[GpuJob], reason: Callable[[GpuJob], str]) -> int:
-    cancelled = 0
-    for job in jobs:
-        if job.state != "done":
-            changed = gpu.cancel(job, reason(job))
-            if changed is not None:
-                show(github, changed)
-                cancelled += 1
-    return cancelled
+    return sum(1 for job in jobs if job.state != "done" and gpu.cancel(job, reason(job)) is not None)
 
 
 def is_trusted(github: GitHubClient, inst: int, repo: str, head_repository: str, author: str) -> bool:

@@ -14,7 +14,8 @@ outbound access and never holds Redis credentials or the App's key.
   job runs.
 * ``POST /runner/v1/jobs/{id}/result``: the outcome; a successful build queues the
   GPU step, anything else completes the job. Check runs are updated by the workers
-  (a "gpu-check" job), so this server never waits on GitHub except for the token.
+  (each change of a job's state queues a "gpu-check" job, app/queue/gpu_jobs.py), so
+  this server never waits on GitHub except for the checkout token.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 
 from app.github.client import GitHubClient, GitHubError
 from app.queue.gpu_jobs import GpuJob, GpuQueue
-from app.queue.jobs import Job, JobQueue
 
 log = logging.getLogger("gpuproof.runners")
 MAX_WAIT_SECONDS = 50.0  # under common proxies' 60 s idle timeout
@@ -66,22 +66,8 @@ def _prune(artifact_dir: Path) -> None:
             archive.unlink(missing_ok=True)
 
 
-def runner_router(
-    gpu: GpuQueue, jobs: JobQueue, github: GitHubClient | None, artifact_dir: Path
-) -> APIRouter:
+def runner_router(gpu: GpuQueue, github: GitHubClient | None, artifact_dir: Path) -> APIRouter:
     router = APIRouter(prefix="/runner/v1")
-
-    def show(job: GpuJob) -> None:
-        """Ask a worker to bring the job's check run up to date."""
-        jobs.enqueue(
-            Job(
-                "gpu-check",
-                job.repository,
-                job.installation_id,
-                f"gpu-{job.id}-{time.time()}",
-                {"job": job.id},
-            )
-        )
 
     def job_for(request: Request, job_id: str) -> GpuJob | None:
         return gpu.authenticate(job_id, _bearer(request))
@@ -100,7 +86,6 @@ def runner_router(
         while True:
             for changed in gpu.reap():
                 log.warning("job %s: %s", changed.id, changed.message)
-                show(changed)
             mismatches: list[str] = []
             claimed = gpu.claim(runner, labels, gpus, mismatches)
             if claimed is not None or time.monotonic() >= deadline:
@@ -116,7 +101,6 @@ def runner_router(
             log.error("job %s released: no checkout token for %s (%s)", job.id, job.repository, exc.status)
             return _refuse(503, "GitHub refused a checkout token; try again")
         log.info("job %s (%s %s@%s) claimed by %s", job.id, job.step, job.repository, job.sha[:12], runner)
-        show(job)
         return JSONResponse(
             {
                 "job": {
@@ -205,16 +189,13 @@ def runner_router(
         ended = gpu.finish(job_id, conclusion, message, report)
         if ended is not None:
             log.info("job %s finished: %s (%s)", job_id, conclusion, status)
-            show(ended)
             if ended.build_job:  # its GPU step is over: the archive is not needed again
                 (artifact_dir / f"{ended.build_job}.tar.gz").unlink(missing_ok=True)
         return JSONResponse({"conclusion": conclusion})
 
     def _built(job: GpuJob, message: str) -> Response:
         if not job.artifact_sha256:
-            ended = gpu.finish(job.id, "failure", "the build reported success but uploaded no archive")
-            if ended is not None:
-                show(ended)
+            gpu.finish(job.id, "failure", "the build reported success but uploaded no archive")
             return _refuse(400, "upload the archive before reporting a successful build")
         built = gpu.finish(job.id, "success", f"built on {job.runner}" + (f": {message}" if message else ""))
         if built is None:
@@ -235,7 +216,6 @@ def runner_router(
                 message=f"built on {job.runner}",
             )
         )
-        show(step)
         return JSONResponse({"conclusion": "success", "next": step.id})
 
     return router

@@ -67,7 +67,7 @@ def delivery(action: str, head: str, author: str = "octocat", fork: bool = False
 @pytest.fixture
 def app(queue: JobQueue, tmp_path: Path, emulator: GitHubEmulator) -> TestClient:
     github = GitHubClient(emulator.base_url, APP_ID, emulator.private_key)  # type: ignore[attr-defined]
-    router = runner_router(GpuQueue(queue.client, lease_seconds=2), queue, github, tmp_path / "artifacts")
+    router = runner_router(GpuQueue(queue.client, lease_seconds=2), github, tmp_path / "artifacts")
     settings = ServiceSettings((Secret(SECRET),), "unused", "unused")
     return TestClient(create_app(settings, queue, router))
 

@@ -187,3 +187,13 @@ def test_on_a_real_gpu_processes_sharing_a_trace_directory_report_per_binary(
     statuses = {t["test"]: t["status"] for t in outcomes_from_output(done.output)}
     assert statuses["tests::gpu_add_one_launches_a_kernel"] == "passed", done.output
     assert traced_processes(traces) == [{"binary": "gpu_fixture", "launches": 1, "kernels": {"add_one": 1}}]
+
+
+def test_output_is_capped_to_its_head_and_tail(tmp_path: Path) -> None:
+    from app.runner.execute import OUTPUT_CAP
+
+    loud = f"{sys.executable} -c \"print('first'); print('x' * {3 * OUTPUT_CAP}); print('last')\""
+    done = run_process(["bash", "-c", loud], cwd=tmp_path, env=os.environ, timeout=60)
+    assert done.returncode == 0 and len(done.output) < OUTPUT_CAP + 200
+    assert done.output.startswith("first") and done.output.rstrip().endswith("last")
+    assert "bytes of output dropped" in done.output

@@ -3,7 +3,9 @@ runner registration and per-commit approvals.
 
 A job is one JSON record (``gpuproof:gpu:job:<id>``); every change of state is a
 WATCH/MULTI transaction on that record, so the webhook server (claims, results) and
-the workers (dispatch, cancel, lease reaping) never lose each other's updates.
+the workers (dispatch, cancel, lease reaping) never lose each other's updates. The
+same transaction queues a "gpu-check" job for the workers, so the check run follows
+every change even when the process that made it dies right after.
 
 Lifecycle: queued -> running (a runner claimed it and holds a lease, renewed by
 heartbeats) -> done (with a conclusion). A lease that runs out puts the job back in
@@ -25,6 +27,7 @@ from typing import Any
 import redis
 
 from app.gpu_config import BUILD_LABEL, GpuJobSpec, gpu_mismatch, gpu_requirements
+from app.queue.jobs import STREAM, Job
 
 JOB_KEY = "gpuproof:gpu:job:{}"
 QUEUE_KEY = "gpuproof:gpu:queued"
@@ -36,6 +39,12 @@ RUNNERS_KEY = "gpuproof:gpu:runners"  # runner name -> hash of its current token
 APPROVED_KEY = "gpuproof:gpu:approved:{}#{}"  # head SHAs approved for GPU tests
 MAX_ATTEMPTS = 2  # a lost lease requeues the job once
 RECORD_TTL_SECONDS = 30 * 24 * 3600
+
+
+def _announce(pipe: Any, job: GpuJob) -> None:
+    """Queue the worker job that brings the check run up to date with this record."""
+    update = Job("gpu-check", job.repository, job.installation_id, f"gpu-{job.id}", {"job": job.id})
+    pipe.xadd(STREAM, update.to_fields())
 
 
 def _hash(token: str) -> str:
@@ -125,10 +134,11 @@ class GpuQueue:
                         return None, []
                     pipe.multi()
                     pipe.set(key, job.to_json(), ex=RECORD_TTL_SECONDS)
+                    _announce(pipe, job)
                     if also is not None:
                         also(pipe)
                     replies = pipe.execute()
-                    return job, replies[1:]
+                    return job, replies[2:]
                 except redis.WatchError:
                     continue
 
@@ -142,6 +152,7 @@ class GpuQueue:
                 pipe.sadd(PULL_KEY.format(job.repository, job.pull_number), job.id)
                 pipe.expire(PULL_KEY.format(job.repository, job.pull_number), RECORD_TTL_SECONDS)
             pipe.rpush(QUEUE_KEY, job.id)
+            _announce(pipe, job)
             pipe.execute()
         return job
 
