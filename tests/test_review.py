@@ -368,3 +368,45 @@ def test_items_of_a_kernel_list_claim_the_functions_they_start_with() -> None:
         "Together with the pre-existing GPU paths for relu/exp, the forward is complete.\n"
     )
     assert claims_of(body, files) == [("gpu_scale", True), ("gpu_shift", False)]
+
+
+def _grad_fns(names: list[str]) -> str:
+    """``GradFn`` impls for the given types, each launching through ``gpu_scale``."""
+    return "".join(
+        f"""
+    pub struct {name} {{ factor: f32 }}
+    impl GradFn for {name} {{
+        fn backward(&self, x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> {{
+            gpu_scale(x, dev)
+        }}
+    }}
+    """
+        for name in names
+    )
+
+
+def test_dynamic_dispatch_reaches_the_impls_of_the_types_the_test_builds() -> None:
+    # `node.backward()` names too many methods to resolve by name; the test builds a
+    # ScaleBackward (through scale_op), so ScaleBackward::backward is what it reaches,
+    # and no other impl that nothing reached constructs.
+    others = [f"Other{i}Backward" for i in range(8)]
+    ops = """
+    pub trait GradFn { fn backward(&self, x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError>; }
+    pub fn scale_op() -> Box<dyn GradFn> { Box::new(ScaleBackward { factor: 2.0 }) }
+    """
+    test = """
+    #[test]
+    fn scale_backward_on_cuda() {
+        let dev = CudaDevice::new(0).expect("this test needs a CUDA device");
+        let x = dev.htod_copy(vec![1.0f32; 4]).unwrap();
+        let node = scale_op();
+        node.backward(&x, &dev).unwrap();
+    }
+    """
+    files = {
+        "src/lib.rs": KERNEL + ops + _grad_fns(["ScaleBackward", "ShiftBackward", *others]),
+        "tests/gpu.rs": test,
+    }
+    assert claims_of("Implemented ScaleBackward on the GPU.", files) == [("ScaleBackward", True)]
+    assert claims_of("Implemented ShiftBackward on the GPU.", files) == [("ShiftBackward", False)]
+

@@ -32,7 +32,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "10"
+EXTRACTOR_VERSION = "11"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 
@@ -62,6 +62,8 @@ _QUERY = """
 _HANDLER_METHODS = {"unwrap_or_else", "or_else", "map_or_else", "unwrap_or", "map_err"}
 
 _CALL_RE = re.compile(rb"\b([A-Za-z_]\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\(")
+# `Type { field: .. }` or `path::Type::<T> { .. }`: a struct literal builds a value of Type.
+_STRUCT_LITERAL_RE = re.compile(rb"(?<![\w])([A-Z]\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\{")
 _QUALIFIER_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:")
 _NOT_CALLS = frozenset(
     {
@@ -230,6 +232,16 @@ def _calls(text: bytes) -> list[Call]:
             qualifier = text[first : back - 1].decode()
         calls.append(Call(name, qualifier, back >= 0 and text[back] == 0x2E, start))
     return calls
+
+
+def _constructed_types(text: bytes, calls: list[Call], impl_type: str) -> tuple[str, ...]:
+    """Types whose values the body may build: struct literals and ``Type::f(..)`` calls
+    (constructors, and over-approximating, any associated function)."""
+    found = {m.group(1).decode() for m in _STRUCT_LITERAL_RE.finditer(text)}
+    found.update(c.qualifier.rsplit("::", 1)[-1] for c in calls if c.qualifier)
+    if "Self" in found:
+        found.add(impl_type)
+    return tuple(sorted(t for t in found if t[:1].isupper() and t != "Self"))
 
 
 @cache
@@ -493,6 +505,7 @@ def extract(source: bytes) -> FileFacts:
 
     for fn in functions:
         fn.calls = _calls(fn.text)
+        fn.constructs = _constructed_types(fn.text, fn.calls, fn.impl_type)
         fn.signals = _signals(fn.text.decode("latin-1"))
 
     for arm, value, pattern, arm_value in arms:
