@@ -410,3 +410,24 @@ def test_dynamic_dispatch_reaches_the_impls_of_the_types_the_test_builds() -> No
     assert claims_of("Implemented ScaleBackward on the GPU.", files) == [("ScaleBackward", True)]
     assert claims_of("Implemented ShiftBackward on the GPU.", files) == [("ShiftBackward", False)]
 
+
+def test_a_fallback_the_diff_adds_in_a_helper_counts_against_the_op() -> None:
+    helper = """
+    fn compile_and_launch(x: &CudaSlice<f32>, dev: &GpuDevice) -> Result<CudaSlice<f32>, GpuError> {
+        match compile_ptx(SCALE_SRC) {
+            Ok(kernel) => launch(kernel, x, dev),
+            Err(_) => {
+                let host = gpu_to_cpu(x, dev)?;
+                cpu_to_gpu(&scale_cpu(&host), dev)
+            }
+        }
+    }
+
+    pub fn gpu_scale(x: &CudaSlice<f32>, dev: &GpuDevice) -> Result<CudaSlice<f32>, GpuError> {
+        compile_and_launch(x, dev)
+    }
+    """
+    test = GPU_TEST.replace("CudaDevice", "GpuDevice")
+    (claim,) = run_review({"src/lib.rs": helper, "tests/gpu.rs": test}, body="Implemented scale on GPU.").claims
+    assert [f.fn.name for f in claim.functions] == ["gpu_scale"]
+    assert any("silent-fallback" in m for m in claim.missing)

@@ -120,6 +120,8 @@ _SUBJECT_NOISE = re.compile(
 _DETOUR_RULES = HOST_DETOUR_RULES | {"cpu-detour"}
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
 _STUB_RULES = frozenset({"deferred-kernel", "stub-residue"})
+# What a changed callee's code does to every op that calls it.
+_INHERITED_RULES = _STUB_RULES | {"silent-fallback", "eprintln-fallback", "fallback-without-warn"}
 
 
 @dataclass
@@ -260,14 +262,27 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
                 f"{where}: no backend evidence (no kernel launch, BLAS call or "
                 f"kernel source, itself or through its callees) — 4a"
             )
-        own = [f for f in findings if f.path == item.path and item.fn.line <= f.line <= item.fn.end_line]
-        for finding in own:
+        for finding in _findings_reached(ws, item, findings):
             if finding.rule in _DETOUR_RULES:
                 claim.missing.append(f"{where}: {finding.rule} at {finding.path}:{finding.line} — 4b/Step 3")
             elif finding.rule in _STUB_RULES:
                 claim.missing.append(f"{where}: {finding.rule} at {finding.path}:{finding.line} — 4c")
         if id(item) not in reach:
             claim.missing.append(f"{where}: no GPU test reaches it — 4d")
+
+
+def _findings_reached(ws: Workspace, item: IndexedFunction, findings: list[Finding]) -> list[Finding]:
+    """The findings in the function, and the fallbacks and stubs in the functions it
+    calls: the code findings are all in changed code, and a fallback the diff adds in a
+    helper runs whenever the claimed op does. (A helper's own name is not the op's.)"""
+    own = [f for f in findings if f.path == item.path and item.fn.line <= f.line <= item.fn.end_line]
+    reached = {id(ws.functions[i]) for i in ws.reached_from([item])}
+    called = [
+        f
+        for f in findings
+        if f.rule in _INHERITED_RULES and f not in own and id(ws.enclosing(f.path, f.line)) in reached
+    ]
+    return own + called
 
 
 @dataclass
