@@ -113,6 +113,12 @@ def test_negations_plans_underclaims_and_quotes_are_not_claims(body: str) -> Non
         "Adds a graceful CPU fallback.",
         "If CUDA is unavailable we simply run on the host.",
         "It degrades gracefully to the CPU.",
+        "Without a driver it degrades gracefully to the host.",
+        "Both launchers keep CPU-fallback paths for when the build fails.",
+        "Detours: only the usual PTX-compile-failure fallback.",
+        "On a launch error it falls through to a new norm_cpu helper.",
+        "Unsupported shapes fall back to the existing reference path.",
+        "Routes f32 to the kernel; the reference implementation otherwise.",
     ],
 )
 def test_forbidden_phrasings_are_flagged(body: str) -> None:
@@ -135,6 +141,8 @@ def test_best_effort_support_is_both_a_forbidden_phrasing_and_a_claim() -> None:
         "```rust\n// falls back to the CPU\n```",
         "> the old code fell back to the CPU",
         "Instead of falling back to the CPU, it returns an error.",
+        "No PTX-compile-failure fallback: a build error is returned.",
+        "It no longer falls back to the reference path.",
     ],
 )
 def test_negations_allowed_vocabulary_code_and_quotes_are_not_flagged(body: str) -> None:
