@@ -27,7 +27,7 @@ FORBIDDEN = tuple(
         r"(?:\w+\s+)?(?:cpu\s+)?(?:falls?\s+back|fall-?back|degrad\w*)",
         rf"\bdegrad\w*\s+(?:gracefully\s+)?to\s+{_CPU}\b",
         rf"\b(?:if|when)\s+(?:cuda|{_GPU}|a\s+gpu)\s+(?:is\s+)?(?:not\s+available|unavailable|missing|absent|"
-        rf"not\s+present)\b[^.;]{{0,50}}?\b{_CPU}\b",
+        rf"not\s+present)\b[^.;]{{0,50}}?\b{_CPU}\b(?!-only)",
         r"\bcpu[- ]fall-?backs?\b",
         # a fallback taken when the kernel does not build, named as a feature
         r"\b(?:ptx|kernel|nvrtc)[- ](?:compile|compilation)[- ]failure[- ]fall-?backs?\b",
@@ -43,12 +43,14 @@ FORBIDDEN = tuple(
 )
 _NEGATED = re.compile(
     r"\b(?:no\s+longer|not|never|no|removed?|removes|removing|without|instead\s+of|eliminat\w*|no\s+more"
-    r"|stop(?:s|ped)?|drop(?:s|ped)?|rather\s+than|forbid\w*|reject\w*|replac\w*|instead|avoid\w*|n't)\b",
+    r"|stop(?:s|ped)?|drop(?:s|ped)?|rather\s+than|forbid\w*|reject\w*|refus\w*|replac\w*|instead|avoid\w*|n't"
+    # calling it silent is naming a defect, not presenting a behaviour
+    r"|silent(?:ly)?)\b",
     re.I,
 )
-# "CPU fallback removed": the negation comes after the phrase.
 # "Without a driver it falls back": the negation ends where a new clause's subject starts.
 _NEW_CLAUSE = re.compile(r",|\b(?:it|we|they)\b", re.I)
+# "CPU fallback removed": the negation comes after the phrase.
 _UNDONE = re.compile(
     r"\s*(?:\w+\s+){0,2}(?:removed|removal|gone|eliminated|dropped|deleted|replaced|is\s+an?\s+error)", re.I
 )
