@@ -306,6 +306,14 @@ def test_review_body_file_and_bad_revision(tmp_path: Path, capsys: pytest.Captur
         ("feat: native CUDA path for scale forward + backward", "", ["scale", "scale backward"]),
         ("", "Add a GPU CI job that runs the tests on the self-hosted runner.", []),  # tooling, not an op
         ("", "The loader wraps output as device-resident Tensor.", []),  # ends in a preposition
+        ("", "Add GPU kernels for scale (f32), shift and gather.", ["scale", "shift", "gather"]),
+        ("feat(gpu): native PTX gather/shift + Tensor::scale", "", ["gather", "shift", "Tensor::scale"]),
+        # each item of a title's list is tried on its own; a soft one stays when it resolves
+        ("feat(gpu): gather PTX kernel + scale() GPU path [CL-3]", "", ["scale"]),
+        ("feat(gpu,nn): scale kernels, loader cleanup", "", ["scale"]),
+        ("feat(optim): foreach (on-device) update path for scale", "", ["scale"]),
+        ("", "Hand-written PTX for scale (mul.f32) and gather (ld.global).", ["scale", "gather"]),
+        ("", "Wired through the existing module_cache::get_or_compile PTX path.", []),
     ],
 )
 def test_claim_shapes(title: str, body: str, subjects: list[str]) -> None:
@@ -442,3 +450,4 @@ def test_a_fallback_the_diff_adds_in_a_helper_counts_against_the_op() -> None:
     (claim,) = run_review({"src/lib.rs": helper, "tests/gpu.rs": test}, body="Implemented scale on GPU.").claims
     assert [f.fn.name for f in claim.functions] == ["gpu_scale"]
     assert any("silent-fallback" in m for m in claim.missing)
+

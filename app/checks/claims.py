@@ -21,9 +21,9 @@ _DONE = (
     r"|introduce|write|route|dispatch|migrate|migrated|migrates|unblocks?|unblocked)"
 )
 _TARGET = r"(?:the\s+)?(?:gpu|gpus|cuda|device|wgpu|cubecl|metal|accelerator)\b"
-_X = r"(?P<x>[\w<>\-/+.,()' ]{2,80}?)"
+_X = r"(?P<x>(?:[\w<>\-/+.,()' ]|::){2,80}?)"  # `::` joins a path (Tensor::amin), one `:` ends
 _END = (
-    r"(?=\s*(?:[.;:!,]|$|\s+(?:with|using|via|and|so|which|that|for|on|in"
+    r"(?=\s*(?:[.;!,]|:(?!:)|$|\s+(?:with|using|via|and|so|which|that|for|on|in"
     r"|eliminating|removing|replacing|avoiding)\b|\s+(?:—|-|\(|\[)))"
 )
 _GPU_ADJ = r"(?:gpu|cuda)[- ]accelerated"
@@ -56,6 +56,7 @@ CLAIM_PATTERNS = tuple(
         rf"\s+for\s+{_X}{_END}",
         rf"\b(?:gpu|cuda)\s+(?P<dir>forward|backward)\s+for\s+{_X}{_END}",
         rf"\bnative\s+(?:ptx|cuda|gpu)\s+{_X}{_END}",
+        rf"\b(?:ptx|wgsl)\s+for\s+{_X}{_END}",  # kernel source is a kernel: "hand-written PTX for X"
         rf"\b{_X}\s+via\s+(?:cublas|cublaslt|cufft|cusolver|cudnn|nccl|cusparse|curand)\w*",
         rf"\b{_X}\s+(?:gpu|cuda)\s+acceleration\b",
         rf"\b{_DONE}\s+(?:a\s+|an\s+|the\s+)?(?:gpu|cuda)\s+{_X}{_END}",
@@ -75,8 +76,10 @@ SOFT_CLAIM_PATTERNS = tuple(
         rf"\b{_X}\s+(?:uses|use)\s+(?:the\s+)?(?:gpu|cuda)\b",
         rf"{_PREFIX}(?:native\s+)?(?:gpu|cuda|ptx)\s+{_X}\s+(?:kernels?|path|(?P<dir2>backward|forward))\b",
         rf"{_PREFIX}(?P<done>{_DONE}\s+)?{_X}\s+(?:cuda|gpu|ptx)\s+(?:forward\s+|backward\s+)?(?:kernel|path)s?\b",
-        rf"\b(?:{_RESIDENT_ADJ})\s+(?:fast\s+)?(?:paths?|kernels?|implementations?|versions?)\s+(?:for|of)\s+{_X}{_END}",
+        rf"(?:\b|\()(?:{_RESIDENT_ADJ})\)?\s+(?:[\w-]+\s+){{0,2}}?(?:paths?|kernels?|implementations?|versions?)"
+        rf"\s+(?:for|of)\s+{_X}{_END}",
         rf"^\w+\((?P<scope>[\w-]+)\):\s*(?:{_RESIDENT_ADJ}|gpu|cuda)\s+(?:fast\s+)?(?:paths?|kernels?|support)\b",
+        rf"^\w+\([\w,\s-]*\b(?:gpu|cuda)\b[\w,\s-]*\):\s*{_X}\s+kernels?\b",
         rf"{_PREFIX}{_X}\s+(?:now\s+)?(?:{_RESIDENT_ADJ}|on[- ]device)\b",
         rf"\b(?:{_RESIDENT_ADJ})\s+{_X}{_END}",
         rf"\b{_X}\s+(?:is|are)\s+(?:now\s+)?(?:fully\s+)?(?:{_RESIDENT_ADJ})\b",
@@ -102,11 +105,18 @@ _NOT_A_CLAIM = re.compile(
 _HOST = re.compile(r"\b(?:cpu|host)\b", re.I)  # "moved GPU tensors to CPU" claims nothing for the GPU
 _NOT_A_SUBJECT = re.compile(
     r"\s*(?:\d(?!-?d\b)|in\b|on\b|for\b|when\b|via\b|to\b|at\b|is\b|are\b|over\b|by\b|with\b|from\b|as\b"
-    r"|this\b|that\b|it\b|result|tensor\b|output|input|data\b|end-to-end|next\b|done\b|todo\b|tests?\b"
+    r"|through\b|more\b|others?\b|etc\b|this\b|that\b|it\b|result|tensor\b(?!::)|output|input|data\b|end-to-end|next\b|done\b|todo\b|tests?\b"
     r"|changes?\b|summary\b|notes?\b|status\b|rs\b|add(?:s|ed)?\b|implement\w*|port(?:s|ed)?\b|wire\w*|new\b)",
     re.I,
 )
-_AND_ONE_MORE = re.compile(r"\s+and\s+[\w<>\-/.]+(?=\s*(?:[.;:!,\[(]|$))")
+_ITEM = r"(?:[\w<>\-/.]|::)+(?:\s*\([^)]*\))?"  # one name, maybe with a parenthetical
+# "kernels for GELU (tanh), SiLU and ReLU": the list goes on past X, one name an item.
+_MORE_ITEMS = re.compile(
+    rf"(?:\s*\([^)]*\))?(?:\s*,\s*{_ITEM})*(?:,?\s+(?:and|or|\+)\s+{_ITEM})?(?=\s*(?:[.;:!,\[(]|$))"
+)
+# What separates the items of a list in a title or a clause ("X PTX kernel + Y GPU path"),
+# and the parentheses inside which a separator separates nothing of the clause's.
+_ITEM_SEPARATOR = re.compile(r"\s+\+\s+|,\s+|(?P<paren>[()])")
 _ENDS_WITH_PREPOSITION = re.compile(r"\b(?:as|to|by|via|in|of|on|for|with|from)$", re.I)
 # Tests, CI and tooling are not GPU ops ("Add a GPU CI job").
 _TEST_NAME = re.compile(r"test|_matches_|_reference\b|\bci\b|\bjobs?\b|workflow|\brunners?\b|benchmark", re.I)
@@ -181,6 +191,8 @@ def _list_kind(sentence: Sentence) -> str:
 
 
 def _clause_claims(clause: str, line: int) -> list[Claim]:
+    """The claims of the first shape that names something, then those of the list
+    items after it ("X PTX kernel + Y GPU path", "X kernels, Y GPU inference")."""
     for soft, patterns in ((False, CLAIM_PATTERNS), (True, SOFT_CLAIM_PATTERNS)):
         for pattern in patterns:
             found = pattern.search(clause)
@@ -191,17 +203,36 @@ def _clause_claims(clause: str, line: int) -> list[Claim]:
             groups = found.groupdict()
             weak = soft and not groups.get("done")  # "implement X GPU kernel" says it outright
             phrase = groups.get("x") or groups.get("x2") or groups.get("scope") or ""
-            # "kernels for index_select and masked_fill": the list goes on past the "and".
-            listed = _AND_ONE_MORE.match(clause, found.end("x")) if groups.get("x") else None
+            end = found.end()
+            listed = _MORE_ITEMS.match(clause, found.end("x")) if groups.get("x") else None
             if listed:
                 phrase += listed.group()
+                end = max(end, listed.end())
             direction = groups.get("dir") or groups.get("dir2") or ""
             subjects = _subjects(phrase)
             if direction and subjects:
                 subjects = [f"{s} {direction}" for s in subjects]
             if subjects:  # a shape that names nothing leaves the clause to the next one
-                return [Claim(clause, subject, line, soft=weak) for subject in subjects]
+                claims = [Claim(clause, subject, line, soft=weak) for subject in subjects]
+                for item in _items_after(clause, end):
+                    claims.extend(_clause_claims(item, line))
+                return claims
     return []
+
+
+def _items_after(clause: str, end: int) -> list[str]:
+    """The list items that start after ``end``, split at separators outside parentheses."""
+    items: list[str] = []
+    depth = 0
+    start = -1
+    for sep in _ITEM_SEPARATOR.finditer(clause):
+        if sep.group("paren"):
+            depth = depth + 1 if sep.group() == "(" else max(depth - 1, 0)
+        elif depth == 0 and sep.start() >= end:
+            if start >= 0:
+                items.append(clause[start : sep.start()])
+            start = sep.end()
+    return [*items, clause[start:]] if start >= 0 else items
 
 
 def _subjects(phrase: str) -> list[str]:
