@@ -451,3 +451,12 @@ def test_a_fallback_the_diff_adds_in_a_helper_counts_against_the_op() -> None:
     assert [f.fn.name for f in claim.functions] == ["gpu_scale"]
     assert any("silent-fallback" in m for m in claim.missing)
 
+
+def test_a_test_named_for_the_cpu_in_a_gpu_test_file_is_no_gpu_test() -> None:
+    cpu_twin = GPU_TEST.replace("scale_on_cuda", "scale_on_cpu").replace(
+        'let dev = CudaDevice::new(0).expect("this test needs a CUDA device");', "let dev = host_device();"
+    )
+    files = {"src/lib.rs": KERNEL, "tests/gpu_scale.rs": cpu_twin}
+    assert claims_of("Implemented scale on the GPU.", files) == [("scale", False)]
+    files["tests/gpu_scale.rs"] = cpu_twin.replace("scale_on_cpu", "gpu_scale_matches_cpu")
+    assert claims_of("Implemented scale on the GPU.", files) == [("scale", True)]
