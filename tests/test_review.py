@@ -314,6 +314,8 @@ def test_review_body_file_and_bad_revision(tmp_path: Path, capsys: pytest.Captur
         ("feat(optim): foreach (on-device) update path for scale", "", ["scale"]),
         ("", "Hand-written PTX for scale (mul.f32) and gather (ld.global).", ["scale", "gather"]),
         ("", "Wired through the existing module_cache::get_or_compile PTX path.", []),
+        ("", "Intro.\n\n--- feat: GPU scale (CL-4) ---\n\nDetails.\n", ["scale"]),  # a framed heading
+        ("", "The update is expressed via device-resident scale on the flat tensor.", []),  # a means
     ],
 )
 def test_claim_shapes(title: str, body: str, subjects: list[str]) -> None:

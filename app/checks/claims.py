@@ -81,7 +81,8 @@ SOFT_CLAIM_PATTERNS = tuple(
         rf"^\w+\((?P<scope>[\w-]+)\):\s*(?:{_RESIDENT_ADJ}|gpu|cuda)\s+(?:fast\s+)?(?:paths?|kernels?|support)\b",
         rf"^\w+\([\w,\s-]*\b(?:gpu|cuda)\b[\w,\s-]*\):\s*{_X}\s+kernels?\b",
         rf"{_PREFIX}{_X}\s+(?:now\s+)?(?:{_RESIDENT_ADJ}|on[- ]device)\b",
-        rf"\b(?:{_RESIDENT_ADJ})\s+{_X}{_END}",
+        # "expressed via device-resident X": X is the means, the claim is about the subject
+        rf"(?<!via\s)(?<!using\s)(?<!with\s)(?<!through\s)\b(?:{_RESIDENT_ADJ})\s+{_X}{_END}",
         rf"\b{_X}\s+(?:is|are)\s+(?:now\s+)?(?:fully\s+)?(?:{_RESIDENT_ADJ})\b",
     )
 )
