@@ -449,7 +449,9 @@ def test_a_fallback_the_diff_adds_in_a_helper_counts_against_the_op() -> None:
     }
     """
     test = GPU_TEST.replace("CudaDevice", "GpuDevice")
-    (claim,) = run_review({"src/lib.rs": helper, "tests/gpu.rs": test}, body="Implemented scale on GPU.").claims
+    (claim,) = run_review(
+        {"src/lib.rs": helper, "tests/gpu.rs": test}, body="Implemented scale on GPU."
+    ).claims
     assert [f.fn.name for f in claim.functions] == ["gpu_scale"]
     assert any("silent-fallback" in m for m in claim.missing)
 
@@ -462,3 +464,36 @@ def test_a_test_named_for_the_cpu_in_a_gpu_test_file_is_no_gpu_test() -> None:
     assert claims_of("Implemented scale on the GPU.", files) == [("scale", False)]
     files["tests/gpu_scale.rs"] = cpu_twin.replace("scale_on_cpu", "gpu_scale_matches_cpu")
     assert claims_of("Implemented scale on the GPU.", files) == [("scale", True)]
+
+
+@pytest.mark.parametrize(
+    ("title", "body", "subjects"),
+    [
+        (
+            "feat: device-resident paths for 3 ops",
+            "Auto-routed (3 ops, small each):\n\n- scale, shift, gather.\n",
+            ["scale", "shift"],
+        ),
+        (
+            "feat: GPU paths for 3 ops",
+            "Three ops: none.\n\n3 ops auto-routed: scale, shift and gather.\n",
+            ["scale", "shift"],
+        ),
+        (
+            "feat: paths for 3 ops",
+            "3 ops auto-routed: scale, shift and gather.\n",
+            [],
+        ),  # nothing said of the GPU
+        ("feat: GPU paths", "5 tests covering 2 ops: scale, shift.\n", []),  # a count of tests
+        (
+            "",
+            "feat: GPU paths for 2 ops\n\n2 ops auto-routed: scale, shift.\n",
+            ["scale", "shift"],
+        ),  # a message
+    ],
+)
+def test_names_listed_under_a_counted_collective_are_its_members(
+    title: str, body: str, subjects: list[str]
+) -> None:
+    files = {"src/lib.rs": KERNEL + KERNEL.replace("gpu_scale", "gpu_shift"), "tests/gpu.rs": GPU_TEST}
+    assert [c.subject for c in run_review(files, body=body, title=title).claims] == subjects

@@ -82,7 +82,7 @@ SOFT_CLAIM_PATTERNS = tuple(
         rf"^\w+\([\w,\s-]*\b(?:gpu|cuda)\b[\w,\s-]*\):\s*{_X}\s+kernels?\b",
         rf"{_PREFIX}{_X}\s+(?:now\s+)?(?:{_RESIDENT_ADJ}|on[- ]device)\b",
         # "expressed via device-resident X": X is the means, the claim is about the subject
-        rf"(?<!via\s)(?<!using\s)(?<!with\s)(?<!through\s)\b(?:{_RESIDENT_ADJ})\s+{_X}{_END}",
+        rf"(?<!via\s)(?<!using\s)(?<!through\s)\b(?:{_RESIDENT_ADJ})\s+{_X}{_END}",
         rf"\b{_X}\s+(?:is|are)\s+(?:now\s+)?(?:fully\s+)?(?:{_RESIDENT_ADJ})\b",
     )
 )
@@ -94,6 +94,13 @@ _LIST_HEAD = re.compile(
 # PTX kernels for the bf16 forward:"): each item that starts with a function's name
 # claims that function.
 _KERNEL_LIST_HEAD = re.compile(r"^.{0,160}\b(?:kernels?|primitives)\b.{0,160}:\s*$", re.I)
+# A counted collective that introduces a list ("7 optimizers auto-routed:", "Foreach
+# auto-route (7 optimizers, ~35 LoC each):"): the names listed are its members, each
+# one claimed by the description's GPU claim about the collective.
+_COUNTED_HEAD = re.compile(r"\b\d+\s+[a-z][\w-]*s\b[^:]{0,80}:\s*", re.I)
+_LIST_SEPARATOR = r"(?:\s*,\s*(?:and\s+)?|\s+and\s+)"
+_NAME_LIST = re.compile(rf"(?:[A-Za-z_]\w*(?:::\w+)?{_LIST_SEPARATOR})+[A-Za-z_]\w*(?:::\w+)?\s*\.?\s*")
+_GPU_WORD = re.compile(r"\b(?:gpu|cuda|ptx|cubecl|wgpu|kernels?|on-device|device-resident)\b", re.I)
 _LEADING_NAME = re.compile(r"^\W*(?P<name>[A-Za-z_]\w*_\w*|[A-Z]\w*::\w+)(?=[\s:,(\[-]|$)")
 # What turns a sentence into a negation, a plan or one of the spec's underclaims.
 _NOT_A_CLAIM = re.compile(
@@ -161,10 +168,18 @@ class Claim:
 
 def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
     claims: list[Claim] = []
-    listing = ""  # "subjects" after a "GPU kernels:" line, "names" after a looser kernel list
+    listing = ""  # "subjects" after a "GPU kernels:" line, "names" after a looser kernel list,
+    # "members" after a counted collective
     item_line = -1  # a bullet item can run to several sentences: only its first names it
+    about_gpu: bool | None = None  # the title (or a message's subject line) speaks of the GPU
     for sentence in sentences:
         text = sentence.with_code or sentence.text
+        if about_gpu is None:
+            about_gpu = bool(_GPU_WORD.search(text))
+        members = _members(text, listing == "members" and sentence.bullet, about_gpu)
+        if members:
+            claims.extend(Claim(text, name, sentence.line, soft=True) for name in members)
+            continue
         if listing and sentence.bullet:
             first = sentence.line != item_line
             item_line = sentence.line
@@ -172,7 +187,7 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
                 claims.extend(Claim(text, subject, sentence.line) for subject in _subjects(text))
                 continue
             named = _LEADING_NAME.match(text)
-            if first and named:
+            if listing == "names" and first and named:
                 claims.append(Claim(text, named.group("name"), sentence.line))
                 continue
         else:
@@ -182,8 +197,27 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
     return claims
 
 
+def _members(text: str, in_list: bool, about_gpu: bool) -> list[str]:
+    """The names a counted collective lists, on its own line after a head ending in a
+    colon or after the colon of its own sentence; soft claims, kept when they resolve."""
+    head = _counted_head(text)
+    start = head.end() if head else 0
+    if not (about_gpu and (head or in_list)) or not _NAME_LIST.fullmatch(text, start):
+        return []
+    return [n for n in re.split(_LIST_SEPARATOR, text[start:].strip(" .")) if _names_something(n)]
+
+
+def _counted_head(text: str) -> re.Match[str] | None:
+    """A counted collective of ops, not of tests ("68 tests covering 8 modules:")."""
+    head = _COUNTED_HEAD.search(text)
+    return head if head and not _TEST_NAME.search(text[: head.end()]) else None
+
+
 def _list_kind(sentence: Sentence) -> str:
     text = sentence.with_code or sentence.text
+    counted = _counted_head(text)
+    if counted and counted.end() == len(text):
+        return "members"
     if _LIST_HEAD.match(text):
         return "subjects"
     if _KERNEL_LIST_HEAD.match(sentence.text) and not _NOT_A_CLAIM.search(sentence.text):
