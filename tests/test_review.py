@@ -497,3 +497,11 @@ def test_names_listed_under_a_counted_collective_are_its_members(
 ) -> None:
     files = {"src/lib.rs": KERNEL + KERNEL.replace("gpu_scale", "gpu_shift"), "tests/gpu.rs": GPU_TEST}
     assert [c.subject for c in run_review(files, body=body, title=title).claims] == subjects
+
+
+def test_plural_of_a_generic_word_is_generic_too() -> None:
+    # "passes" is "pass", a word every claim may use: the subject is "backward".
+    files = {"src/lib.rs": KERNEL.replace("gpu_scale", "gpu_scale_backward")}
+    (claim,) = run_review(files, body="Add GPU kernels for backward passes.").claims
+    assert [f.fn.name for f in claim.functions] == ["gpu_scale_backward"]
+    assert claims_of("Phase 5: wire GPU kernels into autograd paths.", files) == []

@@ -127,7 +127,8 @@ def _stem(word: str) -> str:
 def subject_words(phrase: str) -> list[str]:
     """The words that say what a claim is about, stemmed: "the f64 reductions" gives
     f64, reduction."""
-    return [_stem(w) for w in words(phrase) if w not in STOP_WORDS]
+    stems = (_stem(w) for w in words(phrase) if w not in STOP_WORDS)
+    return [s for s in stems if s not in STOP_WORDS]  # "passes", "paths"
 
 
 def names_subject(name: str, subject: list[str]) -> bool:
