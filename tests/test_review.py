@@ -316,6 +316,7 @@ def test_review_body_file_and_bad_revision(tmp_path: Path, capsys: pytest.Captur
         ("", "Wired through the existing module_cache::get_or_compile PTX path.", []),
         ("", "Intro.\n\n--- feat: GPU scale (CL-4) ---\n\nDetails.\n", ["scale"]),  # a framed heading
         ("", "The update is expressed via device-resident scale on the flat tensor.", []),  # a means
+        ("feat: wire CUDA scale into the dispatch table", "", ["scale"]),  # the subject ends at "into"
     ],
 )
 def test_claim_shapes(title: str, body: str, subjects: list[str]) -> None:

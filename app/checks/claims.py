@@ -23,7 +23,7 @@ _DONE = (
 _TARGET = r"(?:the\s+)?(?:gpu|gpus|cuda|device|wgpu|cubecl|metal|accelerator)\b"
 _X = r"(?P<x>(?:[\w<>\-/+.,()' ]|::){2,80}?)"  # `::` joins a path (Tensor::amin), one `:` ends
 _END = (
-    r"(?=\s*(?:[.;!,]|:(?!:)|$|\s+(?:with|using|via|and|so|which|that|for|on|in"
+    r"(?=\s*(?:[.;!,]|:(?!:)|$|\s+(?:with|using|via|and|so|which|that|for|on|in|into|onto"
     r"|eliminating|removing|replacing|avoiding)\b|\s+(?:—|-|\(|\[)))"
 )
 _GPU_ADJ = r"(?:gpu|cuda)[- ]accelerated"
@@ -125,7 +125,7 @@ _MORE_ITEMS = re.compile(
 # What separates the items of a list in a title or a clause ("X PTX kernel + Y GPU path"),
 # and the parentheses inside which a separator separates nothing of the clause's.
 _ITEM_SEPARATOR = re.compile(r"\s+\+\s+|,\s+|(?P<paren>[()])")
-_ENDS_WITH_PREPOSITION = re.compile(r"\b(?:as|to|by|via|in|of|on|for|with|from)$", re.I)
+_ENDS_WITH_PREPOSITION = re.compile(r"\b(?:as|to|by|via|in|into|onto|of|on|for|with|from)$", re.I)
 # Tests, CI and tooling are not GPU ops ("Add a GPU CI job").
 _TEST_NAME = re.compile(r"test|_matches_|_reference\b|\bci\b|\bjobs?\b|workflow|\brunners?\b|benchmark", re.I)
 # Words around the subject that are not part of its name.
