@@ -317,6 +317,8 @@ def test_review_body_file_and_bad_revision(tmp_path: Path, capsys: pytest.Captur
         ("", "Intro.\n\n--- feat: GPU scale (CL-4) ---\n\nDetails.\n", ["scale"]),  # a framed heading
         ("", "The update is expressed via device-resident scale on the flat tensor.", []),  # a means
         ("feat: wire CUDA scale into the dispatch table", "", ["scale"]),  # the subject ends at "into"
+        ("feat: add GPU dispatch for scale, shift and gather", "", ["scale", "shift", "gather"]),
+        ("", "scale(): GPU dispatch via scale_f32 for f32 tensors.", ["scale"]),
     ],
 )
 def test_claim_shapes(title: str, body: str, subjects: list[str]) -> None:

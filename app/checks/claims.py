@@ -28,6 +28,7 @@ _END = (
 )
 _GPU_ADJ = r"(?:gpu|cuda)[- ]accelerated"
 _RESIDENT_ADJ = r"(?:gpu|cuda)[- ](?:native|resident|aware)|device[- ]resident|on[- ]device"
+_COMMIT_TYPE = r"(?:feat|fix|perf|refactor|chore|docs|test|build|ci|style|revert)"  # "feat:" is no subject
 _PREFIX = r"^(?:\w+(?:\([\w,\s-]*\))?:\s*)?"  # a conventional-commit "feat(gpu): "
 # Claims that say outright that the work is done on the GPU. Unresolvable ones are
 # reported as unverifiable.
@@ -35,8 +36,8 @@ CLAIM_PATTERNS = tuple(
     re.compile(p, re.I)
     for p in (
         rf"\b{_DONE}\s+(?:a\s+|an\s+|the\s+)?(?:native\s+)?(?:gpu|cuda|cubecl|wgpu|ptx|device)[- ]"
-        rf"(?:side\s+)?(?:support|kernels?|path|implementation|version|backend|forward|backward|port)s?"
-        rf"\s+(?:for|of)\s+{_X}{_END}",
+        rf"(?:side\s+)?(?:support|kernels?|path|implementation|version|backend|forward|backward|port|dispatch)"
+        rf"(?:s|es)?\s+(?:for|of)\s+{_X}{_END}",
         rf"\b{_X}\s+(?:(?:has|have)\s+been\s+|(?:is|are|was|were)\s+)?(?:ported|moved|implemented)\s+(?:over\s+)?"
         rf"(?:on|to|onto|in|into)\s+{_TARGET}",
         rf"\b{_X}\s+(?:is|are)\s+(?:now\s+)?(?:(?:computed|implemented|executed|done|run)\s+(?:by|with|in|as)\s+)?"
@@ -52,7 +53,7 @@ CLAIM_PATTERNS = tuple(
         rf"\s+(?:entirely\s+|fully\s+|natively\s+)?on\s+{_TARGET}",
         rf"\b(?:native\s+|best[- ]effort\s+|proper\s+)?(?:gpu|cuda|cubecl|wgpu|ptx)\s+"
         rf"(?:forward\s+|backward\s+)?"
-        rf"(?:kernels?|path|implementation|support)"
+        rf"(?:kernels?|path|implementation|support|dispatch)"
         rf"\s+for\s+{_X}{_END}",
         rf"\b(?:gpu|cuda)\s+(?P<dir>forward|backward)\s+for\s+{_X}{_END}",
         rf"\bnative\s+(?:ptx|cuda|gpu)\s+{_X}{_END}",
@@ -61,7 +62,7 @@ CLAIM_PATTERNS = tuple(
         rf"\b{_X}\s+(?:gpu|cuda)\s+acceleration\b",
         rf"\b{_DONE}\s+(?:a\s+|an\s+|the\s+)?(?:gpu|cuda)\s+{_X}{_END}",
         rf"\b{_X}\s+supports?\s+[^.;]{{0,30}}\bon\s+{_TARGET}",
-        rf"^{_X}\s*:\s*(?:a\s+|an\s+)?(?:new\s+)?(?:ptx|cuda|gpu)\s+kernel",
+        rf"^(?!{_COMMIT_TYPE}\b){_X}\s*:\s*(?:a\s+|an\s+)?(?:new\s+)?(?:ptx|cuda|gpu)\s+(?:kernel|dispatch|path)",
         rf"\b{_DONE}\s+(?P<x2>(?:gpu|cuda)_\w+)",
     )
 )
