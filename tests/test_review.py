@@ -508,3 +508,17 @@ def test_plural_of_a_generic_word_is_generic_too() -> None:
     (claim,) = run_review(files, body="Add GPU kernels for backward passes.").claims
     assert [f.fn.name for f in claim.functions] == ["gpu_scale_backward"]
     assert claims_of("Phase 5: wire GPU kernels into autograd paths.", files) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "subjects"),
+    [
+        ("GpuScale refactor (small):\n\n- buffers now stored as tensors (device-resident).\n", ["GpuScale"]),
+        ("GpuScale refactor:\n\n- solve now operates on tensors (LU on CUDA).\n", ["GpuScale"]),
+        ("GpuScale refactor:\n\n- buffers no longer copied; on the device.\n", []),  # negated before it says so
+        ("Scale refactor:\n\n- buffers stored as tensors (device-resident).\n", []),  # a word, not a name
+        ("GpuScale refactor:\n\n- buffers stored as tensors.\n", []),  # nothing said of the device
+    ],
+)
+def test_a_device_statement_in_a_named_section_is_about_the_section(body: str, subjects: list[str]) -> None:
+    assert [c.subject for c in run_review({"src/lib.rs": KERNEL}, body=body).claims] == subjects

@@ -102,6 +102,16 @@ _COUNTED_HEAD = re.compile(r"\b\d+\s+[a-z][\w-]*s\b[^:]{0,80}:\s*", re.I)
 _LIST_SEPARATOR = r"(?:\s*,\s*(?:and\s+)?|\s+and\s+)"
 _NAME_LIST = re.compile(rf"(?:[A-Za-z_]\w*(?:::\w+)?{_LIST_SEPARATOR})+[A-Za-z_]\w*(?:::\w+)?\s*\.?\s*")
 _GPU_WORD = re.compile(r"\b(?:gpu|cuda|ptx|cubecl|wgpu|kernels?|on-device|device-resident)\b", re.I)
+# "Muon Pattern B (~300 LoC refactor):": the bullets under it speak of Muon; a GPU
+# statement there without a subject of its own is about it (soft: kept when it resolves).
+# The name must look like code or an acronym (KFAC, GpuUNet, Adam::step), not a word
+# that starts a sentence ("Tests:", "Implementation:").
+_SECTION_HEAD = re.compile(
+    r"^(?P<name>(?:[A-Z]{3,}\w*|[A-Z][a-z0-9]+[A-Z]\w*|[A-Z]\w*_\w*)(?:::\w+)?)\b[^:;]{0,80}:$"
+)
+_ON_DEVICE = re.compile(
+    rf"\b(?:{_RESIDENT_ADJ})\b|\bon\s+(?:the\s+)?(?:\w+'?s?\s+)?(?:device|gpu|cuda)\b", re.I
+)
 _LEADING_NAME = re.compile(r"^\W*(?P<name>[A-Za-z_]\w*_\w*|[A-Z]\w*::\w+)(?=[\s:,(\[-]|$)")
 # What turns a sentence into a negation, a plan or one of the spec's underclaims.
 _NOT_A_CLAIM = re.compile(
@@ -173,6 +183,7 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
     # "members" after a counted collective
     item_line = -1  # a bullet item can run to several sentences: only its first names it
     about_gpu: bool | None = None  # the title (or a message's subject line) speaks of the GPU
+    section = ""  # the name a "Name ...:" head gives the bullets under it
     for sentence in sentences:
         text = sentence.with_code or sentence.text
         if about_gpu is None:
@@ -193,9 +204,27 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
                 continue
         else:
             listing = _list_kind(sentence)
-        for clause in re.split(r"\s*(?:;|\s+and\s+(?=(?:added|implemented|ported|moved)))\s*", text):
-            claims.extend(_clause_claims(clause, sentence.line))
+        if not sentence.bullet:
+            head = _SECTION_HEAD.match(text)
+            section = head.group("name") if head else ""
+        found = [
+            claim
+            for clause in re.split(r"\s*(?:;|\s+and\s+(?=(?:added|implemented|ported|moved)))\s*", text)
+            for claim in _clause_claims(clause, sentence.line)
+        ]
+        if section and sentence.bullet and all(c.soft for c in found) and _said_of_the_device(text):
+            found.append(Claim(text, section, sentence.line, soft=True))
+        claims.extend(found)
     return claims
+
+
+def _said_of_the_device(text: str) -> bool:
+    """A statement that something is on the device, not negated before it says so
+    ("buffers stored as Tensor<T> (device-resident)", "factors on the parameters' device")."""
+    said = _ON_DEVICE.search(text)
+    if said is None:
+        return False
+    return not _NOT_A_CLAIM.search(text[: said.start()]) and not _HOST.search(said.group())
 
 
 def _members(text: str, in_list: bool, about_gpu: bool) -> list[str]:
