@@ -113,6 +113,12 @@ def test_negations_plans_underclaims_and_quotes_are_not_claims(body: str) -> Non
         "Adds a graceful CPU fallback.",
         "If CUDA is unavailable we simply run on the host.",
         "It degrades gracefully to the CPU.",
+        "Without a driver it degrades gracefully to the host.",
+        "Both launchers keep CPU-fallback paths for when the build fails.",
+        "Detours: only the usual PTX-compile-failure fallback.",
+        "On a launch error it falls through to a new norm_cpu helper.",
+        "Unsupported shapes fall back to the existing reference path.",
+        "Routes f32 to the kernel; the reference implementation otherwise.",
     ],
 )
 def test_forbidden_phrasings_are_flagged(body: str) -> None:
@@ -135,6 +141,11 @@ def test_best_effort_support_is_both_a_forbidden_phrasing_and_a_claim() -> None:
         "```rust\n// falls back to the CPU\n```",
         "> the old code fell back to the CPU",
         "Instead of falling back to the CPU, it returns an error.",
+        "No PTX-compile-failure fallback: a build error is returned.",
+        "It no longer falls back to the reference path.",
+        "Fixes the kernel bug that caused a silent CPU fallback.",
+        "The example refuses CPU fallback on a build without cuda.",
+        "The test returns early when the GPU is absent (no panic on CPU-only CI).",
     ],
 )
 def test_negations_allowed_vocabulary_code_and_quotes_are_not_flagged(body: str) -> None:
@@ -295,6 +306,19 @@ def test_review_body_file_and_bad_revision(tmp_path: Path, capsys: pytest.Captur
         ("feat: native CUDA path for scale forward + backward", "", ["scale", "scale backward"]),
         ("", "Add a GPU CI job that runs the tests on the self-hosted runner.", []),  # tooling, not an op
         ("", "The loader wraps output as device-resident Tensor.", []),  # ends in a preposition
+        ("", "Add GPU kernels for scale (f32), shift and gather.", ["scale", "shift", "gather"]),
+        ("feat(gpu): native PTX gather/shift + Tensor::scale", "", ["gather", "shift", "Tensor::scale"]),
+        # each item of a title's list is tried on its own; a soft one stays when it resolves
+        ("feat(gpu): gather PTX kernel + scale() GPU path [CL-3]", "", ["scale"]),
+        ("feat(gpu,nn): scale kernels, loader cleanup", "", ["scale"]),
+        ("feat(optim): foreach (on-device) update path for scale", "", ["scale"]),
+        ("", "Hand-written PTX for scale (mul.f32) and gather (ld.global).", ["scale", "gather"]),
+        ("", "Wired through the existing module_cache::get_or_compile PTX path.", []),
+        ("", "Intro.\n\n--- feat: GPU scale (CL-4) ---\n\nDetails.\n", ["scale"]),  # a framed heading
+        ("", "The update is expressed via device-resident scale on the flat tensor.", []),  # a means
+        ("feat: wire CUDA scale into the dispatch table", "", ["scale"]),  # the subject ends at "into"
+        ("feat: add GPU dispatch for scale, shift and gather", "", ["scale", "shift", "gather"]),
+        ("", "scale(): GPU dispatch via scale_f32 for f32 tensors.", ["scale"]),
     ],
 )
 def test_claim_shapes(title: str, body: str, subjects: list[str]) -> None:
@@ -368,3 +392,133 @@ def test_items_of_a_kernel_list_claim_the_functions_they_start_with() -> None:
         "Together with the pre-existing GPU paths for relu/exp, the forward is complete.\n"
     )
     assert claims_of(body, files) == [("gpu_scale", True), ("gpu_shift", False)]
+
+
+def _grad_fns(names: list[str]) -> str:
+    """``GradFn`` impls for the given types, each launching through ``gpu_scale``."""
+    return "".join(
+        f"""
+    pub struct {name} {{ factor: f32 }}
+    impl GradFn for {name} {{
+        fn backward(&self, x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> {{
+            gpu_scale(x, dev)
+        }}
+    }}
+    """
+        for name in names
+    )
+
+
+def test_dynamic_dispatch_reaches_the_impls_of_the_types_the_test_builds() -> None:
+    # `node.backward()` names too many methods to resolve by name; the test builds a
+    # ScaleBackward (through scale_op), so ScaleBackward::backward is what it reaches,
+    # and no other impl that nothing reached constructs.
+    others = [f"Other{i}Backward" for i in range(8)]
+    ops = """
+    pub trait GradFn { fn backward(&self, x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError>; }
+    pub fn scale_op() -> Box<dyn GradFn> { Box::new(ScaleBackward { factor: 2.0 }) }
+    """
+    test = """
+    #[test]
+    fn scale_backward_on_cuda() {
+        let dev = CudaDevice::new(0).expect("this test needs a CUDA device");
+        let x = dev.htod_copy(vec![1.0f32; 4]).unwrap();
+        let node = scale_op();
+        node.backward(&x, &dev).unwrap();
+    }
+    """
+    files = {
+        "src/lib.rs": KERNEL + ops + _grad_fns(["ScaleBackward", "ShiftBackward", *others]),
+        "tests/gpu.rs": test,
+    }
+    assert claims_of("Implemented ScaleBackward on the GPU.", files) == [("ScaleBackward", True)]
+    assert claims_of("Implemented ShiftBackward on the GPU.", files) == [("ShiftBackward", False)]
+
+
+def test_a_fallback_the_diff_adds_in_a_helper_counts_against_the_op() -> None:
+    helper = """
+    fn compile_and_launch(x: &CudaSlice<f32>, dev: &GpuDevice) -> Result<CudaSlice<f32>, GpuError> {
+        match compile_ptx(SCALE_SRC) {
+            Ok(kernel) => launch(kernel, x, dev),
+            Err(_) => {
+                let host = gpu_to_cpu(x, dev)?;
+                cpu_to_gpu(&scale_cpu(&host), dev)
+            }
+        }
+    }
+
+    pub fn gpu_scale(x: &CudaSlice<f32>, dev: &GpuDevice) -> Result<CudaSlice<f32>, GpuError> {
+        compile_and_launch(x, dev)
+    }
+    """
+    test = GPU_TEST.replace("CudaDevice", "GpuDevice")
+    (claim,) = run_review(
+        {"src/lib.rs": helper, "tests/gpu.rs": test}, body="Implemented scale on GPU."
+    ).claims
+    assert [f.fn.name for f in claim.functions] == ["gpu_scale"]
+    assert any("silent-fallback" in m for m in claim.missing)
+
+
+def test_a_test_named_for_the_cpu_in_a_gpu_test_file_is_no_gpu_test() -> None:
+    cpu_twin = GPU_TEST.replace("scale_on_cuda", "scale_on_cpu").replace(
+        'let dev = CudaDevice::new(0).expect("this test needs a CUDA device");', "let dev = host_device();"
+    )
+    files = {"src/lib.rs": KERNEL, "tests/gpu_scale.rs": cpu_twin}
+    assert claims_of("Implemented scale on the GPU.", files) == [("scale", False)]
+    files["tests/gpu_scale.rs"] = cpu_twin.replace("scale_on_cpu", "gpu_scale_matches_cpu")
+    assert claims_of("Implemented scale on the GPU.", files) == [("scale", True)]
+
+
+@pytest.mark.parametrize(
+    ("title", "body", "subjects"),
+    [
+        (
+            "feat: device-resident paths for 3 ops",
+            "Auto-routed (3 ops, small each):\n\n- scale, shift, gather.\n",
+            ["scale", "shift"],
+        ),
+        (
+            "feat: GPU paths for 3 ops",
+            "Three ops: none.\n\n3 ops auto-routed: scale, shift and gather.\n",
+            ["scale", "shift"],
+        ),
+        (
+            "feat: paths for 3 ops",
+            "3 ops auto-routed: scale, shift and gather.\n",
+            [],
+        ),  # nothing said of the GPU
+        ("feat: GPU paths", "5 tests covering 2 ops: scale, shift.\n", []),  # a count of tests
+        (
+            "",
+            "feat: GPU paths for 2 ops\n\n2 ops auto-routed: scale, shift.\n",
+            ["scale", "shift"],
+        ),  # a message
+    ],
+)
+def test_names_listed_under_a_counted_collective_are_its_members(
+    title: str, body: str, subjects: list[str]
+) -> None:
+    files = {"src/lib.rs": KERNEL + KERNEL.replace("gpu_scale", "gpu_shift"), "tests/gpu.rs": GPU_TEST}
+    assert [c.subject for c in run_review(files, body=body, title=title).claims] == subjects
+
+
+def test_plural_of_a_generic_word_is_generic_too() -> None:
+    # "passes" is "pass", a word every claim may use: the subject is "backward".
+    files = {"src/lib.rs": KERNEL.replace("gpu_scale", "gpu_scale_backward")}
+    (claim,) = run_review(files, body="Add GPU kernels for backward passes.").claims
+    assert [f.fn.name for f in claim.functions] == ["gpu_scale_backward"]
+    assert claims_of("Phase 5: wire GPU kernels into autograd paths.", files) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "subjects"),
+    [
+        ("GpuScale refactor (small):\n\n- buffers now stored as tensors (device-resident).\n", ["GpuScale"]),
+        ("GpuScale refactor:\n\n- solve now operates on tensors (LU on CUDA).\n", ["GpuScale"]),
+        ("GpuScale refactor:\n\n- buffers no longer copied; on the device.\n", []),  # negated before it says so
+        ("Scale refactor:\n\n- buffers stored as tensors (device-resident).\n", []),  # a word, not a name
+        ("GpuScale refactor:\n\n- buffers stored as tensors.\n", []),  # nothing said of the device
+    ],
+)
+def test_a_device_statement_in_a_named_section_is_about_the_section(body: str, subjects: list[str]) -> None:
+    assert [c.subject for c in run_review({"src/lib.rs": KERNEL}, body=body).claims] == subjects

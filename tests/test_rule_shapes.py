@@ -460,6 +460,23 @@ def test_index_knows_crate_module_impl_and_trait() -> None:
     assert (helper.module, helper.fn.qualname) == ("ops::mul::inner", "helper")
 
 
+@pytest.mark.parametrize(
+    ("call", "qualifier"),
+    [
+        ("Scaler::<f32>::run(1)", "Scaler"),
+        ("Cache::<Vec<u8>, usize>::run(1)", "Cache"),
+        ("ops::Scaler::<f32>::run(1)", "ops::Scaler"),
+        ("<T as Float>::run(1)", ""),
+        ("x.run::<f32>(1)", ""),
+    ],
+)
+def test_a_call_through_a_turbofish_is_qualified_by_its_type(call: str, qualifier: str) -> None:
+    from app.checks.rust_index import extract
+
+    (fn,) = extract(f"fn t() {{ {call}; }}".encode()).functions
+    assert [(c.name, c.qualifier) for c in fn.calls] == [("run", qualifier)]
+
+
 def test_code_after_a_cuda_branch_that_always_returns_is_cpu_only() -> None:
     code = """
         impl GradFn for GatherBackward {

@@ -21,13 +21,14 @@ _DONE = (
     r"|introduce|write|route|dispatch|migrate|migrated|migrates|unblocks?|unblocked)"
 )
 _TARGET = r"(?:the\s+)?(?:gpu|gpus|cuda|device|wgpu|cubecl|metal|accelerator)\b"
-_X = r"(?P<x>[\w<>\-/+.,()' ]{2,80}?)"
+_X = r"(?P<x>(?:[\w<>\-/+.,()' ]|::){2,80}?)"  # `::` joins a path (Tensor::amin), one `:` ends
 _END = (
-    r"(?=\s*(?:[.;:!,]|$|\s+(?:with|using|via|and|so|which|that|for|on|in"
+    r"(?=\s*(?:[.;!,]|:(?!:)|$|\s+(?:with|using|via|and|so|which|that|for|on|in|into|onto"
     r"|eliminating|removing|replacing|avoiding)\b|\s+(?:—|-|\(|\[)))"
 )
 _GPU_ADJ = r"(?:gpu|cuda)[- ]accelerated"
 _RESIDENT_ADJ = r"(?:gpu|cuda)[- ](?:native|resident|aware)|device[- ]resident|on[- ]device"
+_COMMIT_TYPE = r"(?:feat|fix|perf|refactor|chore|docs|test|build|ci|style|revert)"  # "feat:" is no subject
 _PREFIX = r"^(?:\w+(?:\([\w,\s-]*\))?:\s*)?"  # a conventional-commit "feat(gpu): "
 # Claims that say outright that the work is done on the GPU. Unresolvable ones are
 # reported as unverifiable.
@@ -35,8 +36,8 @@ CLAIM_PATTERNS = tuple(
     re.compile(p, re.I)
     for p in (
         rf"\b{_DONE}\s+(?:a\s+|an\s+|the\s+)?(?:native\s+)?(?:gpu|cuda|cubecl|wgpu|ptx|device)[- ]"
-        rf"(?:side\s+)?(?:support|kernels?|path|implementation|version|backend|forward|backward|port)s?"
-        rf"\s+(?:for|of)\s+{_X}{_END}",
+        rf"(?:side\s+)?(?:support|kernels?|path|implementation|version|backend|forward|backward|port|dispatch)"
+        rf"(?:s|es)?\s+(?:for|of)\s+{_X}{_END}",
         rf"\b{_X}\s+(?:(?:has|have)\s+been\s+|(?:is|are|was|were)\s+)?(?:ported|moved|implemented)\s+(?:over\s+)?"
         rf"(?:on|to|onto|in|into)\s+{_TARGET}",
         rf"\b{_X}\s+(?:is|are)\s+(?:now\s+)?(?:(?:computed|implemented|executed|done|run)\s+(?:by|with|in|as)\s+)?"
@@ -52,15 +53,16 @@ CLAIM_PATTERNS = tuple(
         rf"\s+(?:entirely\s+|fully\s+|natively\s+)?on\s+{_TARGET}",
         rf"\b(?:native\s+|best[- ]effort\s+|proper\s+)?(?:gpu|cuda|cubecl|wgpu|ptx)\s+"
         rf"(?:forward\s+|backward\s+)?"
-        rf"(?:kernels?|path|implementation|support)"
+        rf"(?:kernels?|path|implementation|support|dispatch)"
         rf"\s+for\s+{_X}{_END}",
         rf"\b(?:gpu|cuda)\s+(?P<dir>forward|backward)\s+for\s+{_X}{_END}",
         rf"\bnative\s+(?:ptx|cuda|gpu)\s+{_X}{_END}",
+        rf"\b(?:ptx|wgsl)\s+for\s+{_X}{_END}",  # kernel source is a kernel: "hand-written PTX for X"
         rf"\b{_X}\s+via\s+(?:cublas|cublaslt|cufft|cusolver|cudnn|nccl|cusparse|curand)\w*",
         rf"\b{_X}\s+(?:gpu|cuda)\s+acceleration\b",
         rf"\b{_DONE}\s+(?:a\s+|an\s+|the\s+)?(?:gpu|cuda)\s+{_X}{_END}",
         rf"\b{_X}\s+supports?\s+[^.;]{{0,30}}\bon\s+{_TARGET}",
-        rf"^{_X}\s*:\s*(?:a\s+|an\s+)?(?:new\s+)?(?:ptx|cuda|gpu)\s+kernel",
+        rf"^(?!{_COMMIT_TYPE}\b){_X}\s*:\s*(?:a\s+|an\s+)?(?:new\s+)?(?:ptx|cuda|gpu)\s+(?:kernel|dispatch|path)",
         rf"\b{_DONE}\s+(?P<x2>(?:gpu|cuda)_\w+)",
     )
 )
@@ -75,10 +77,13 @@ SOFT_CLAIM_PATTERNS = tuple(
         rf"\b{_X}\s+(?:uses|use)\s+(?:the\s+)?(?:gpu|cuda)\b",
         rf"{_PREFIX}(?:native\s+)?(?:gpu|cuda|ptx)\s+{_X}\s+(?:kernels?|path|(?P<dir2>backward|forward))\b",
         rf"{_PREFIX}(?P<done>{_DONE}\s+)?{_X}\s+(?:cuda|gpu|ptx)\s+(?:forward\s+|backward\s+)?(?:kernel|path)s?\b",
-        rf"\b(?:{_RESIDENT_ADJ})\s+(?:fast\s+)?(?:paths?|kernels?|implementations?|versions?)\s+(?:for|of)\s+{_X}{_END}",
+        rf"(?:\b|\()(?:{_RESIDENT_ADJ})\)?\s+(?:[\w-]+\s+){{0,2}}?(?:paths?|kernels?|implementations?|versions?)"
+        rf"\s+(?:for|of)\s+{_X}{_END}",
         rf"^\w+\((?P<scope>[\w-]+)\):\s*(?:{_RESIDENT_ADJ}|gpu|cuda)\s+(?:fast\s+)?(?:paths?|kernels?|support)\b",
+        rf"^\w+\([\w,\s-]*\b(?:gpu|cuda)\b[\w,\s-]*\):\s*{_X}\s+kernels?\b",
         rf"{_PREFIX}{_X}\s+(?:now\s+)?(?:{_RESIDENT_ADJ}|on[- ]device)\b",
-        rf"\b(?:{_RESIDENT_ADJ})\s+{_X}{_END}",
+        # "expressed via device-resident X": X is the means, the claim is about the subject
+        rf"(?<!via\s)(?<!using\s)(?<!through\s)\b(?:{_RESIDENT_ADJ})\s+{_X}{_END}",
         rf"\b{_X}\s+(?:is|are)\s+(?:now\s+)?(?:fully\s+)?(?:{_RESIDENT_ADJ})\b",
     )
 )
@@ -90,6 +95,23 @@ _LIST_HEAD = re.compile(
 # PTX kernels for the bf16 forward:"): each item that starts with a function's name
 # claims that function.
 _KERNEL_LIST_HEAD = re.compile(r"^.{0,160}\b(?:kernels?|primitives)\b.{0,160}:\s*$", re.I)
+# A counted collective that introduces a list ("7 optimizers auto-routed:", "Foreach
+# auto-route (7 optimizers, ~35 LoC each):"): the names listed are its members, each
+# one claimed by the description's GPU claim about the collective.
+_COUNTED_HEAD = re.compile(r"\b\d+\s+[a-z][\w-]*s\b[^:]{0,80}:\s*", re.I)
+_LIST_SEPARATOR = r"(?:\s*,\s*(?:and\s+)?|\s+and\s+)"
+_NAME_LIST = re.compile(rf"(?:[A-Za-z_]\w*(?:::\w+)?{_LIST_SEPARATOR})+[A-Za-z_]\w*(?:::\w+)?\s*\.?\s*")
+_GPU_WORD = re.compile(r"\b(?:gpu|cuda|ptx|cubecl|wgpu|kernels?|on-device|device-resident)\b", re.I)
+# "Muon Pattern B (~300 LoC refactor):": the bullets under it speak of Muon; a GPU
+# statement there without a subject of its own is about it (soft: kept when it resolves).
+# The name must look like code or an acronym (KFAC, GpuUNet, Adam::step), not a word
+# that starts a sentence ("Tests:", "Implementation:").
+_SECTION_HEAD = re.compile(
+    r"^(?P<name>(?:[A-Z]{3,}\w*|[A-Z][a-z0-9]+[A-Z]\w*|[A-Z]\w*_\w*)(?:::\w+)?)\b[^:;]{0,80}:$"
+)
+_ON_DEVICE = re.compile(
+    rf"\b(?:{_RESIDENT_ADJ})\b|\bon\s+(?:the\s+)?(?:\w+'?s?\s+)?(?:device|gpu|cuda)\b", re.I
+)
 _LEADING_NAME = re.compile(r"^\W*(?P<name>[A-Za-z_]\w*_\w*|[A-Z]\w*::\w+)(?=[\s:,(\[-]|$)")
 # What turns a sentence into a negation, a plan or one of the spec's underclaims.
 _NOT_A_CLAIM = re.compile(
@@ -102,12 +124,19 @@ _NOT_A_CLAIM = re.compile(
 _HOST = re.compile(r"\b(?:cpu|host)\b", re.I)  # "moved GPU tensors to CPU" claims nothing for the GPU
 _NOT_A_SUBJECT = re.compile(
     r"\s*(?:\d(?!-?d\b)|in\b|on\b|for\b|when\b|via\b|to\b|at\b|is\b|are\b|over\b|by\b|with\b|from\b|as\b"
-    r"|this\b|that\b|it\b|result|tensor\b|output|input|data\b|end-to-end|next\b|done\b|todo\b|tests?\b"
+    r"|through\b|into\b|onto\b|more\b|others?\b|etc\b|this\b|that\b|it\b|result|tensor\b(?!::)|output|input|data\b|end-to-end|next\b|done\b|todo\b|tests?\b"
     r"|changes?\b|summary\b|notes?\b|status\b|rs\b|add(?:s|ed)?\b|implement\w*|port(?:s|ed)?\b|wire\w*|new\b)",
     re.I,
 )
-_AND_ONE_MORE = re.compile(r"\s+and\s+[\w<>\-/.]+(?=\s*(?:[.;:!,\[(]|$))")
-_ENDS_WITH_PREPOSITION = re.compile(r"\b(?:as|to|by|via|in|of|on|for|with|from)$", re.I)
+_ITEM = r"(?:[\w<>\-/.]|::)+(?:\s*\([^)]*\))?"  # one name, maybe with a parenthetical
+# "kernels for GELU (tanh), SiLU and ReLU": the list goes on past X, one name an item.
+_MORE_ITEMS = re.compile(
+    rf"(?:\s*\([^)]*\))?(?:\s*,\s*{_ITEM})*(?:,?\s+(?:and|or|\+)\s+{_ITEM})?(?=\s*(?:[.;:!,\[(]|$))"
+)
+# What separates the items of a list in a title or a clause ("X PTX kernel + Y GPU path"),
+# and the parentheses inside which a separator separates nothing of the clause's.
+_ITEM_SEPARATOR = re.compile(r"\s+\+\s+|,\s+|(?P<paren>[()])")
+_ENDS_WITH_PREPOSITION = re.compile(r"\b(?:as|to|by|via|in|into|onto|of|on|for|with|from)$", re.I)
 # Tests, CI and tooling are not GPU ops ("Add a GPU CI job").
 _TEST_NAME = re.compile(r"test|_matches_|_reference\b|\bci\b|\bjobs?\b|workflow|\brunners?\b|benchmark", re.I)
 # Words around the subject that are not part of its name.
@@ -120,6 +149,8 @@ _SUBJECT_NOISE = re.compile(
 _DETOUR_RULES = HOST_DETOUR_RULES | {"cpu-detour"}
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
 _STUB_RULES = frozenset({"deferred-kernel", "stub-residue"})
+# What a changed callee's code does to every op that calls it.
+_INHERITED_RULES = _STUB_RULES | {"silent-fallback", "eprintln-fallback", "fallback-without-warn"}
 
 
 @dataclass
@@ -148,10 +179,19 @@ class Claim:
 
 def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
     claims: list[Claim] = []
-    listing = ""  # "subjects" after a "GPU kernels:" line, "names" after a looser kernel list
+    listing = ""  # "subjects" after a "GPU kernels:" line, "names" after a looser kernel list,
+    # "members" after a counted collective
     item_line = -1  # a bullet item can run to several sentences: only its first names it
+    about_gpu: bool | None = None  # the title (or a message's subject line) speaks of the GPU
+    section = ""  # the name a "Name ...:" head gives the bullets under it
     for sentence in sentences:
         text = sentence.with_code or sentence.text
+        if about_gpu is None:
+            about_gpu = bool(_GPU_WORD.search(text))
+        members = _members(text, listing == "members" and sentence.bullet, about_gpu)
+        if members:
+            claims.extend(Claim(text, name, sentence.line, soft=True) for name in members)
+            continue
         if listing and sentence.bullet:
             first = sentence.line != item_line
             item_line = sentence.line
@@ -159,18 +199,55 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
                 claims.extend(Claim(text, subject, sentence.line) for subject in _subjects(text))
                 continue
             named = _LEADING_NAME.match(text)
-            if first and named:
+            if listing == "names" and first and named:
                 claims.append(Claim(text, named.group("name"), sentence.line))
                 continue
         else:
             listing = _list_kind(sentence)
-        for clause in re.split(r"\s*(?:;|\s+and\s+(?=(?:added|implemented|ported|moved)))\s*", text):
-            claims.extend(_clause_claims(clause, sentence.line))
+        if not sentence.bullet:
+            head = _SECTION_HEAD.match(text)
+            section = head.group("name") if head else ""
+        found = [
+            claim
+            for clause in re.split(r"\s*(?:;|\s+and\s+(?=(?:added|implemented|ported|moved)))\s*", text)
+            for claim in _clause_claims(clause, sentence.line)
+        ]
+        if section and sentence.bullet and all(c.soft for c in found) and _said_of_the_device(text):
+            found.append(Claim(text, section, sentence.line, soft=True))
+        claims.extend(found)
     return claims
+
+
+def _said_of_the_device(text: str) -> bool:
+    """A statement that something is on the device, not negated before it says so
+    ("buffers stored as Tensor<T> (device-resident)", "factors on the parameters' device")."""
+    said = _ON_DEVICE.search(text)
+    if said is None:
+        return False
+    return not _NOT_A_CLAIM.search(text[: said.start()]) and not _HOST.search(said.group())
+
+
+def _members(text: str, in_list: bool, about_gpu: bool) -> list[str]:
+    """The names a counted collective lists, on its own line after a head ending in a
+    colon or after the colon of its own sentence; soft claims, kept when they resolve."""
+    head = _counted_head(text)
+    start = head.end() if head else 0
+    if not (about_gpu and (head or in_list)) or not _NAME_LIST.fullmatch(text, start):
+        return []
+    return [n for n in re.split(_LIST_SEPARATOR, text[start:].strip(" .")) if _names_something(n)]
+
+
+def _counted_head(text: str) -> re.Match[str] | None:
+    """A counted collective of ops, not of tests ("68 tests covering 8 modules:")."""
+    head = _COUNTED_HEAD.search(text)
+    return head if head and not _TEST_NAME.search(text[: head.end()]) else None
 
 
 def _list_kind(sentence: Sentence) -> str:
     text = sentence.with_code or sentence.text
+    counted = _counted_head(text)
+    if counted and counted.end() == len(text):
+        return "members"
     if _LIST_HEAD.match(text):
         return "subjects"
     if _KERNEL_LIST_HEAD.match(sentence.text) and not _NOT_A_CLAIM.search(sentence.text):
@@ -179,6 +256,8 @@ def _list_kind(sentence: Sentence) -> str:
 
 
 def _clause_claims(clause: str, line: int) -> list[Claim]:
+    """The claims of the first shape that names something, then those of the list
+    items after it ("X PTX kernel + Y GPU path", "X kernels, Y GPU inference")."""
     for soft, patterns in ((False, CLAIM_PATTERNS), (True, SOFT_CLAIM_PATTERNS)):
         for pattern in patterns:
             found = pattern.search(clause)
@@ -189,17 +268,36 @@ def _clause_claims(clause: str, line: int) -> list[Claim]:
             groups = found.groupdict()
             weak = soft and not groups.get("done")  # "implement X GPU kernel" says it outright
             phrase = groups.get("x") or groups.get("x2") or groups.get("scope") or ""
-            # "kernels for index_select and masked_fill": the list goes on past the "and".
-            listed = _AND_ONE_MORE.match(clause, found.end("x")) if groups.get("x") else None
+            end = found.end()
+            listed = _MORE_ITEMS.match(clause, found.end("x")) if groups.get("x") else None
             if listed:
                 phrase += listed.group()
+                end = max(end, listed.end())
             direction = groups.get("dir") or groups.get("dir2") or ""
             subjects = _subjects(phrase)
             if direction and subjects:
                 subjects = [f"{s} {direction}" for s in subjects]
             if subjects:  # a shape that names nothing leaves the clause to the next one
-                return [Claim(clause, subject, line, soft=weak) for subject in subjects]
+                claims = [Claim(clause, subject, line, soft=weak) for subject in subjects]
+                for item in _items_after(clause, end):
+                    claims.extend(_clause_claims(item, line))
+                return claims
     return []
+
+
+def _items_after(clause: str, end: int) -> list[str]:
+    """The list items that start after ``end``, split at separators outside parentheses."""
+    items: list[str] = []
+    depth = 0
+    start = -1
+    for sep in _ITEM_SEPARATOR.finditer(clause):
+        if sep.group("paren"):
+            depth = depth + 1 if sep.group() == "(" else max(depth - 1, 0)
+        elif depth == 0 and sep.start() >= end:
+            if start >= 0:
+                items.append(clause[start : sep.start()])
+            start = sep.end()
+    return [*items, clause[start:]] if start >= 0 else items
 
 
 def _subjects(phrase: str) -> list[str]:
@@ -260,14 +358,27 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
                 f"{where}: no backend evidence (no kernel launch, BLAS call or "
                 f"kernel source, itself or through its callees) — 4a"
             )
-        own = [f for f in findings if f.path == item.path and item.fn.line <= f.line <= item.fn.end_line]
-        for finding in own:
+        for finding in _findings_reached(ws, item, findings):
             if finding.rule in _DETOUR_RULES:
                 claim.missing.append(f"{where}: {finding.rule} at {finding.path}:{finding.line} — 4b/Step 3")
             elif finding.rule in _STUB_RULES:
                 claim.missing.append(f"{where}: {finding.rule} at {finding.path}:{finding.line} — 4c")
         if id(item) not in reach:
             claim.missing.append(f"{where}: no GPU test reaches it — 4d")
+
+
+def _findings_reached(ws: Workspace, item: IndexedFunction, findings: list[Finding]) -> list[Finding]:
+    """The findings in the function, and the fallbacks and stubs in the functions it
+    calls: the code findings are all in changed code, and a fallback the diff adds in a
+    helper runs whenever the claimed op does. (A helper's own name is not the op's.)"""
+    own = [f for f in findings if f.path == item.path and item.fn.line <= f.line <= item.fn.end_line]
+    reached = {id(ws.functions[i]) for i in ws.reached_from([item])}
+    called = [
+        f
+        for f in findings
+        if f.rule in _INHERITED_RULES and f not in own and id(ws.enclosing(f.path, f.line)) in reached
+    ]
+    return own + called
 
 
 @dataclass

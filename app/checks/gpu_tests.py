@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import weakref
 
 from app.checks import gpu_code
 from app.checks.workspace import IndexedFunction, Workspace
 
+_CPU_TEST_NAME = re.compile(r"(?:^|_)(?:cpu|host)(?:_|$)", re.I)
 _REACH: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
 
 
@@ -16,12 +18,15 @@ def is_gpu_test(item: IndexedFunction) -> bool:
     fn = item.fn
     if not gpu_code.is_test(fn):
         return False
+    builds_device = any(s.kind == "gpu_device" for s in fn.signals)
+    if _CPU_TEST_NAME.search(fn.name) and not (builds_device or gpu_code.GPU_NAME.search(fn.name)):
+        return False  # `training_cpu` in a GPU test file: the CPU twin of a GPU test
     return bool(
-        gpu_code.GPU_NAME.search(fn.name)
+        builds_device
+        or gpu_code.GPU_NAME.search(fn.name)
         or gpu_code.GPU_PATH.search(item.path)
         or any(gpu_code.GPU_NAME.search(m) for m in fn.modules)
         or gpu_code.has_gpu_cfg(fn.attrs + fn.outer_attrs)
-        or any(s.kind == "gpu_device" for s in fn.signals)
     )
 
 

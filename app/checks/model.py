@@ -110,6 +110,7 @@ class Function:
     comments: list[Comment] = field(default_factory=list)
     literals: list[Literal] = field(default_factory=list)
     signals: list[Signal] = field(default_factory=list)
+    constructs: tuple[str, ...] = ()  # types the body builds a value of (`T { .. }`, `T::new(..)`)
 
     @property
     def qualname(self) -> str:

@@ -14,7 +14,10 @@ _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 # `_` emphasises only at word edges: `index_select_dim` keeps its underscores.
 _EMPHASIS = re.compile(r"(\*\*|\*|~~|(?<!\w)__|(?<!\w)_)(?=\S)(.+?)(?<=\S)\1(?!\w)")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
-_HEADING = re.compile(r"^\s*#{1,6}\s*")
+# A Markdown heading, or a line framed by rules the way commit messages head a section
+# ("--- feat: GPU abs_backward ---", "=== Results ===").
+_HEADING = re.compile(r"^\s*#{1,6}\s*|^\s*(?:-{3,}|={3,})\s+(?=\S.*\s(?:-{3,}|={3,})\s*$)")
+_HEADING_TAIL = re.compile(r"\s+(?:-{3,}|={3,})\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9`\"'(])")
 
 
@@ -61,7 +64,8 @@ def sentences(title: str, body: str) -> list[Sentence]:
             if not paragraph:
                 start = number
                 bullet = _BULLET.match(raw) is not None
-            paragraph.append(_HEADING.sub("", _BULLET.sub("", raw)))
+            line = _BULLET.sub("", raw)
+            paragraph.append(_HEADING_TAIL.sub("", _HEADING.sub("", line)) if heading else line)
         if heading:
             flush()  # a heading is a sentence of its own
     flush()
@@ -123,7 +127,8 @@ def _stem(word: str) -> str:
 def subject_words(phrase: str) -> list[str]:
     """The words that say what a claim is about, stemmed: "the f64 reductions" gives
     f64, reduction."""
-    return [_stem(w) for w in words(phrase) if w not in STOP_WORDS]
+    stems = (_stem(w) for w in words(phrase) if w not in STOP_WORDS)
+    return [s for s in stems if s not in STOP_WORDS]  # "passes", "paths"
 
 
 def names_subject(name: str, subject: list[str]) -> bool:

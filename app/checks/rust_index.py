@@ -32,7 +32,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "10"
+EXTRACTOR_VERSION = "12"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 
@@ -62,6 +62,10 @@ _QUERY = """
 _HANDLER_METHODS = {"unwrap_or_else", "or_else", "map_or_else", "unwrap_or", "map_err"}
 
 _CALL_RE = re.compile(rb"\b([A-Za-z_]\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\(")
+# `Type { field: .. }` or `path::Type::<T> { .. }`: a struct literal builds a value of Type.
+_STRUCT_LITERAL_RE = re.compile(rb"(?<![\w])([A-Z]\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\{")
+_GENERIC_ARGS = re.compile(rb"<[^<>]*>")
+_DOUBLED_SEPARATOR = re.compile(rb"::(?:\s*::)+")
 _QUALIFIER_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:")
 _NOT_CALLS = frozenset(
     {
@@ -224,12 +228,57 @@ def _calls(text: bytes) -> list[Call]:
             back -= 1
         qualifier = ""
         if back >= 1 and text[back - 1 : back + 1] == b"::":
-            first = back - 1
-            while first > 0 and text[first - 1] in _QUALIFIER_BYTES:
-                first -= 1
-            qualifier = text[first : back - 1].decode()
+            qualifier = _qualifier_before(text, back - 1)
         calls.append(Call(name, qualifier, back >= 0 and text[back] == 0x2E, start))
     return calls
+
+
+def _qualifier_before(text: bytes, end: int) -> str:
+    """The path before the ``::`` at ``end``, generic arguments dropped:
+    ``SparseTensor::<f32>::from_dense`` is qualified by ``SparseTensor``."""
+    first = end
+    while first > 0:
+        if text[first - 1] in _QUALIFIER_BYTES:
+            first -= 1
+        elif text[first - 1] == 0x3E:  # `>` closing a turbofish: skip to its `<`
+            opening = _opening_angle(text, first - 1)
+            if opening < 0:
+                break
+            first = opening
+        else:
+            break
+    path = text[first:end]
+    while b"<" in path:
+        shorter = _GENERIC_ARGS.sub(b"", path)  # innermost generic arguments first
+        if shorter == path:
+            break
+        path = shorter
+    return _DOUBLED_SEPARATOR.sub(b"::", path).decode().strip(": ")
+
+
+def _opening_angle(text: bytes, closing: int) -> int:
+    """Where the ``<`` matching the ``>`` at ``closing`` is, -1 when nowhere near."""
+    depth = 0
+    for i in range(closing, max(closing - 200, -1), -1):
+        if text[i] == 0x3E:
+            depth += 1
+        elif text[i] == 0x3C:
+            depth -= 1
+            if depth == 0:
+                return i
+        elif text[i] in b";{}":
+            return -1
+    return -1
+
+
+def _constructed_types(text: bytes, calls: list[Call], impl_type: str) -> tuple[str, ...]:
+    """Types whose values the body may build: struct literals and ``Type::f(..)`` calls
+    (constructors, and over-approximating, any associated function)."""
+    found = {m.group(1).decode() for m in _STRUCT_LITERAL_RE.finditer(text)}
+    found.update(c.qualifier.rsplit("::", 1)[-1] for c in calls if c.qualifier)
+    if "Self" in found:
+        found.add(impl_type)
+    return tuple(sorted(t for t in found if t[:1].isupper() and t != "Self"))
 
 
 @cache
@@ -493,6 +542,7 @@ def extract(source: bytes) -> FileFacts:
 
     for fn in functions:
         fn.calls = _calls(fn.text)
+        fn.constructs = _constructed_types(fn.text, fn.calls, fn.impl_type)
         fn.signals = _signals(fn.text.decode("latin-1"))
 
     for arm, value, pattern, arm_value in arms:

@@ -158,6 +158,7 @@ class Workspace:
             if not item.direct_evidence:
                 item.direct_evidence = self._external_gpu_call(item.fn)
         self.callers: dict[Key, list[int]] = {}  # call key -> indexes of the functions making it
+        self._by_type: dict[str, list[int]] | None = None  # impl type -> indexes of its methods
         self._propagate_evidence()
 
     def enclosing(self, path: str, line: int) -> IndexedFunction | None:
@@ -265,17 +266,27 @@ class Workspace:
             frontier = next_frontier
 
     def reached_from(self, roots: Iterable[IndexedFunction]) -> set[int]:
-        """Indexes of the functions reachable by calls from the roots."""
+        """Indexes of the functions reachable by calls from the roots. A method name
+        defined too often to resolve by name (``grad_fn.backward()``, dynamic dispatch)
+        reaches the methods of that name on the types the reached code builds values
+        of: the trait objects it can be holding (rapid type analysis)."""
         ids = {id(r): i for i, r in enumerate(self.functions)}
         reached: set[int] = set()
         queue = deque(ids[id(r)] for r in roots)
         visited_keys: set[Key] = set()
+        built: set[str] = set()  # types the reached code builds values of
+        dispatched: set[str] = set()  # method names called too widely to resolve by name
         while queue:
             index = queue.popleft()
             if index in reached:
                 continue
             reached.add(index)
             fn = self.functions[index].fn
+            for type_name in fn.constructs:
+                if type_name not in built:
+                    built.add(type_name)
+                    methods = self._methods_of(type_name)
+                    queue.extend(i for i in methods if self.functions[i].fn.name in dispatched)
             for call in fn.calls:
                 key = call_key(call, fn)
                 if key is None or key in visited_keys:
@@ -283,9 +294,19 @@ class Workspace:
                 visited_keys.add(key)
                 targets = self.definitions.get(key, ())
                 if key[0] == "m" and len(targets) > _MAX_METHOD_FANOUT:
-                    continue  # `.backward()` names dozens of impls: no evidence of which one runs
+                    dispatched.add(key[1])
+                    queue.extend(i for i in targets if self.functions[i].fn.impl_type in built)
+                    continue
                 queue.extend(targets)
         return reached
+
+    def _methods_of(self, type_name: str) -> list[int]:
+        if self._by_type is None:
+            self._by_type = {}
+            for index, item in enumerate(self.functions):
+                if item.fn.impl_type:
+                    self._by_type.setdefault(item.fn.impl_type, []).append(index)
+        return self._by_type.get(type_name, [])
 
 
 def crate_of(path: str) -> str:

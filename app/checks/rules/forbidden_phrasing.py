@@ -19,6 +19,7 @@ FORBIDDEN = tuple(
         rf"(?:available|present|possible)\b(?:[^.;]{{0,60}}?\b{_CPU}(?:\s+otherwise)?)?",
         r"\b(?:gpu|cuda)\s+(?:when|if|where)\s+(?:available|present|possible)\b",
         rf"\b{_CPU}\s+otherwise\b",
+        rf"\b(?:{_CPU}|reference)\s+(?:path|implementation|code)\s+otherwise\b",
         rf"\b(?:falls?|falling|fell)\s+back\s+(?:\w+\s+){{0,2}}?to\s+{_CPU}\b",
         rf"\bfall-?back\s+(?:path\s+)?(?:to|on)\s+{_CPU}\b",
         r"\bbest[- ]effort\s+(?:gpu|cuda|device|accelerat\w+)(?:\s+support)?",
@@ -26,9 +27,14 @@ FORBIDDEN = tuple(
         r"(?:\w+\s+)?(?:cpu\s+)?(?:falls?\s+back|fall-?back|degrad\w*)",
         rf"\bdegrad\w*\s+(?:gracefully\s+)?to\s+{_CPU}\b",
         rf"\b(?:if|when)\s+(?:cuda|{_GPU}|a\s+gpu)\s+(?:is\s+)?(?:not\s+available|unavailable|missing|absent|"
-        rf"not\s+present)\b[^.;]{{0,50}}?\b{_CPU}\b",
-        r"\bcpu\s+fall-?backs?\b",
+        rf"not\s+present)\b[^.;]{{0,50}}?\b{_CPU}\b(?!-only)",
+        r"\bcpu[- ]fall-?backs?\b",
+        # a fallback taken when the kernel does not build, named as a feature
+        r"\b(?:ptx|kernel|nvrtc)[- ](?:compile|compilation)[- ]failure[- ]fall-?backs?\b",
         rf"\bfalls?\s+through\s+to\s+(?:the\s+)?(?:existing\s+)?{_CPU}",
+        # "falls through to a new foo_cpu helper", "... to the existing reference path"
+        r"\bfalls?\s+(?:through|back)\s+to\s+(?:[\w-]+\s+){0,3}?"
+        r"(?:\w+_(?:cpu|host)\b|(?:\w+[- ])?reference\s+(?:path|implementation|code))",
         rf"\b(?:run|runs|do|does|compute|computes|execute|executes)\s+(?:it|them)?\s*on\s+{_CPU}\s+instead\b",
         rf"\botherwise\s+(?:we\s+|it\s+)?(?:do|does|run|runs|compute|computes)\s+(?:it\s+)?on\s+{_CPU}",
         rf"\b{_CPU}\s+(?:version|path|implementation|code)\s+under\s+the\s+hood\b",
@@ -37,9 +43,13 @@ FORBIDDEN = tuple(
 )
 _NEGATED = re.compile(
     r"\b(?:no\s+longer|not|never|no|removed?|removes|removing|without|instead\s+of|eliminat\w*|no\s+more"
-    r"|stop(?:s|ped)?|drop(?:s|ped)?|rather\s+than|forbid\w*|reject\w*|replac\w*|instead|avoid\w*|n't)\b",
+    r"|stop(?:s|ped)?|drop(?:s|ped)?|rather\s+than|forbid\w*|reject\w*|refus\w*|replac\w*|instead|avoid\w*|n't"
+    # calling it silent is naming a defect, not presenting a behaviour
+    r"|silent(?:ly)?)\b",
     re.I,
 )
+# "Without a driver it falls back": the negation ends where a new clause's subject starts.
+_NEW_CLAUSE = re.compile(r",|\b(?:it|we|they)\b", re.I)
 # "CPU fallback removed": the negation comes after the phrase.
 _UNDONE = re.compile(
     r"\s*(?:\w+\s+){0,2}(?:removed|removal|gone|eliminated|dropped|deleted|replaced|is\s+an?\s+error)", re.I
@@ -81,7 +91,7 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
                 continue
             before = sentence.text[max(0, found.start() - 40) : found.start()]
             after = sentence.text[found.end() : found.end() + 40]
-            if _NEGATED.search(before + " " + found.group()[:12]) or _UNDONE.match(after):
+            if _negated(before, found.group()) or _UNDONE.match(after):
                 break
             yield Hit(
                 sentence.line,
@@ -90,6 +100,15 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
                 f'GPU; returns Err(GpuError::...) when the GPU is not available".',
             )
             break
+
+
+def _negated(before: str, phrase: str) -> bool:
+    """A negation in the phrase's own clause: just before it ("no longer falls back"),
+    or at its start ("no CPU fallback")."""
+    if _NEGATED.search(phrase[:12]):
+        return True
+    negations = list(_NEGATED.finditer(before))
+    return bool(negations) and not _NEW_CLAUSE.search(before[negations[-1].end() :])
 
 
 RULE = Rule(
