@@ -453,3 +453,13 @@ def test_a_new_runner_token_replaces_the_old_one_and_revoked_tokens_are_refused(
     assert gpu.runner_named_by(first) is None and gpu.runner_named_by(second) == "box"
     assert gpu.revoke_runner("box") and not gpu.revoke_runner("box")
     assert _claim(app, second, ["cuda"]).status_code == 401
+
+
+def test_a_finished_build_shows_as_waiting_for_its_gpu_step_never_as_completed() -> None:
+    spec = GpuJobSpec("cuda", ("cuda",), build="cargo test --no-run")
+    build = GpuJob(
+        "b1", REPO, INSTALLATION, HEAD1, NUMBER, spec, "build", True, 1, state="done", conclusion="success"
+    )
+    assert render_gpu_check(build)["status"] == "queued"
+    build.conclusion = "failure"  # a failed build is the end of the job
+    assert render_gpu_check(build)["status"] == "completed"

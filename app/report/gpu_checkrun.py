@@ -16,7 +16,10 @@ MAX_TEST_ROWS = 200
 
 
 def render_gpu_check(job: GpuJob) -> dict[str, Any]:
-    if job.state == "queued":
+    # A successful build is never the end: its GPU step follows (queued next), so the
+    # check run must not flip to completed in between.
+    built = job.step == "build" and job.state == "done" and job.conclusion == "success"
+    if job.state == "queued" or built:
         return {
             "status": "queued",
             "output": {"title": _queued_title(job), "summary": fit(_queued_summary(job))},
@@ -52,7 +55,7 @@ def _header(job: GpuJob) -> str:
 
 
 def _queued_title(job: GpuJob) -> str:
-    if job.step == "test" and job.build_job:
+    if (job.step == "test" and job.build_job) or job.state == "done":
         return "Built; waiting for a GPU runner"
     return f"Queued: waiting for a runner with labels {', '.join(job.labels)}"
 
