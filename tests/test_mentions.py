@@ -63,3 +63,18 @@ def test_a_name_already_claimed_by_a_pattern_is_not_claimed_twice() -> None:
         FILES, body="Implemented `gpu_layer_norm` on GPU. gpu_layer_norm launches on the device."
     )
     assert [c.subject for c in found.claims] == ["gpu_layer_norm"]
+
+
+def test_a_kernel_named_by_its_entry_point_claims_the_function_that_loads_it() -> None:
+    loader = """
+        pub fn gpu_cumsum(x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> {
+            let f = dev.get_func("scan", "cumsum_kernel").ok_or(GpuError::MissingKernel)?;
+            unsafe { f.launch(LaunchConfig::for_num_elems(4), (x,)) }?;
+            Ok(())
+        }
+        """
+    # A commit message: its subject is the first line of the body, not a title.
+    found = run_review({"src/scan.rs": loader}, body="feat: GPU scans\n\n- cumsum_kernel: prefix sum\n")
+    assert [(c.subject, c.backed, [f.fn.name for f in c.functions]) for c in found.claims] == [
+        ("cumsum_kernel", False, ["gpu_cumsum"])  # no GPU test reaches it
+    ]

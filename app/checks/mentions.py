@@ -8,8 +8,9 @@ any other (spec Step 4).
 
 Only distinctive names count (``snake_case``, ``CamelCase``, ``Type::method``), and only
 when they are exactly a changed GPU function's name, its ``Type::method``, its type
-(when that type has one changed GPU method) or its name without a ``gpu_``/``cuda_``
-prefix; a word such as "matmul" alone is left to the claim patterns.
+(when that type has one changed GPU method), its name without a ``gpu_``/``cuda_``
+prefix, or the name of a kernel it loads (a string such as ``"cumsum_kernel"`` in a
+function that launches); a word such as "matmul" alone is left to the claim patterns.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from app.checks.workspace import IndexedFunction
 
 _IDENTIFIER = re.compile(r"(?<![\w:])[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
 _DISTINCTIVE = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|::|[a-z][A-Z]")
+_KERNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9]*_\w+")
 _BACKEND_PREFIX = re.compile(r"^(?:gpu|cuda|cu|wgpu|metal|mtl)_", re.I)
 # A sentence that denies, plans, recounts the past, reports tests or tidies code does
 # not claim the names in it.
@@ -71,6 +73,9 @@ def _names_of(changed: list[IndexedFunction]) -> dict[str, list[IndexedFunction]
     for function in filter(_is_gpu_op, changed):
         name, qualname = function.fn.name, function.fn.qualname
         keys = {name, qualname, _BACKEND_PREFIX.sub("", name)}
+        if function.direct_evidence:  # the kernels it loads by name: get_func(.., "cumsum_kernel")
+            loaded = (literal.text.strip('"') for literal in function.fn.literals)
+            keys.update(kernel for kernel in loaded if _KERNEL_NAME.fullmatch(kernel))
         if "::" in qualname:
             methods_of[qualname.rsplit("::", 1)[0]].append(function)
         for key in keys:
@@ -108,11 +113,12 @@ def mentioned_claims(
     found: list[tuple[Claim, list[IndexedFunction]]] = []
     said = list(said)
     planned = planned_lines(said)
-    head_is_gpu, title_is_gpu = False, False
+    # The first sentence is the title, or the commit subject when the description is
+    # a commit message.
+    title_is_gpu = bool(said) and bool(_GPU_CONTEXT.search(said[0].with_code or said[0].text))
+    head_is_gpu = False
     for sentence in said:
         text = sentence.with_code or sentence.text
-        if sentence.line == 0:
-            title_is_gpu = bool(_GPU_CONTEXT.search(text))
         if not sentence.bullet:
             head_is_gpu = bool(_GPU_CONTEXT.search(text))
         if sentence.line in planned or _NOT_DONE_WORK.search(text):
