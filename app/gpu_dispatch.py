@@ -31,6 +31,20 @@ def config_at(github: GitHubClient, inst: int, repo: str, ref: str) -> RepoConfi
     return parse_config(text, set(BY_ID)) if text else RepoConfig()
 
 
+def jobs_on(github: GitHubClient, inst: int, repo: str, ref: str, trigger: str) -> list[GpuJobSpec]:
+    """The GPU jobs the config at ``ref`` runs on ``trigger``; ConfigError when it is invalid."""
+    return [spec for spec in config_at(github, inst, repo, ref).gpu_jobs if spec.runs_on(trigger)]
+
+
+def _jobs_or_reason(
+    github: GitHubClient, inst: int, repo: str, ref: str, trigger: str
+) -> list[GpuJobSpec] | str:
+    try:
+        return jobs_on(github, inst, repo, ref, trigger)
+    except ConfigError as exc:
+        return f"GPU tests not dispatched: {exc}"
+
+
 def show(github: GitHubClient, job: GpuJob) -> None:
     """Bring the job's check run up to date with its record (idempotent; run by the
     "gpu-check" job that every change of the record queues)."""
@@ -104,11 +118,9 @@ def after_pull_request_push(
     ``trusted-push`` jobs when the author is trusted, or say that approval is needed."""
     number, head = int(str(pull["number"])), str(pull["head_sha"])
     cancelled = cancel_older(github, gpu, repo, number, head)
-    try:
-        config = config_at(github, inst, repo, str(pull.get("base_sha") or pull["base_ref"]))
-    except ConfigError as exc:
-        return f"GPU tests not dispatched: {exc}"
-    specs = [s for s in config.gpu_jobs if s.runs_on("trusted-push")]
+    specs = _jobs_or_reason(github, inst, repo, _base(pull), "trusted-push")
+    if isinstance(specs, str):
+        return specs
     if not specs:
         return f"no GPU job runs on push ({cancelled} cancelled)"
     if is_trusted(github, inst, repo, str(pull.get("head_repository", "")), str(pull.get("author", ""))):
@@ -128,6 +140,11 @@ def after_pull_request_push(
             },
         )
     return f"GPU jobs wait for approval of {head[:12]} ({cancelled} cancelled)"
+
+
+def _base(pull: dict[str, object]) -> str:
+    """Where a pull request's config is read: its base, never its own head."""
+    return str(pull.get("base_sha") or pull["base_ref"])
 
 
 def approval_needed(sha: str) -> str:
@@ -151,8 +168,7 @@ def approve_and_dispatch(
     head (checked before this is called). Returns the head approved and the jobs queued."""
     pull = github.pull_request(inst, repo, number)
     head = str(pull["head"]["sha"])
-    config = config_at(github, inst, repo, str(pull["base"]["sha"]))
-    specs = [s for s in config.gpu_jobs if s.runs_on(trigger)]
+    specs = jobs_on(github, inst, repo, str(pull["base"]["sha"]), trigger)
     trusted = is_trusted(
         github, inst, repo, str((pull["head"].get("repo") or {}).get("full_name", "")), pull["user"]["login"]
     )
@@ -162,11 +178,9 @@ def approve_and_dispatch(
 
 def after_default_branch_push(github: GitHubClient, gpu: GpuQueue, inst: int, repo: str, sha: str) -> str:
     """Pushes to the default branch are trusted: they run and may write build caches."""
-    try:
-        config = config_at(github, inst, repo, sha)
-    except ConfigError as exc:
-        return f"GPU tests not dispatched: {exc}"
-    specs = [s for s in config.gpu_jobs if s.runs_on("default-branch")]
+    specs = _jobs_or_reason(github, inst, repo, sha, "default-branch")
+    if isinstance(specs, str):
+        return specs
     return f"{len(dispatch(github, gpu, inst, repo, sha, 0, specs, trusted=True))} GPU job(s) queued"
 
 
@@ -175,11 +189,9 @@ def label_added(github: GitHubClient, gpu: GpuQueue, job: Job) -> str:
     pull request's head for the jobs that name it."""
     inst, repo, pull = job.installation_id, job.repository, job.payload
     head, label, sender = str(pull["head_sha"]), str(pull["label"]), str(pull["sender"])
-    try:
-        config = config_at(github, inst, repo, str(pull.get("base_sha") or pull["base_ref"]))
-    except ConfigError as exc:
-        return f"GPU tests not dispatched: {exc}"
-    specs = [s for s in config.gpu_jobs if s.runs_on(f"label:{label}")]
+    specs = _jobs_or_reason(github, inst, repo, _base(pull), f"label:{label}")
+    if isinstance(specs, str):
+        return specs
     if not specs:
         return f"label {label!r} starts no GPU job"
     if github.permission(inst, repo, sender) not in WRITERS:

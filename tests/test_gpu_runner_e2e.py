@@ -23,9 +23,11 @@ import httpx
 import pytest
 
 from app.queue.jobs import JobQueue
+from app.runner.gpu import gpus
 from tests.conftest import APP_ID, signed_headers, start_serve
 from tests.github_emulator import GitHubEmulator
 from tests.test_gpu_dispatch import delivery
+from tests.test_runner import WHY_NO_GPU
 from tests.test_worker import BASE, HEAD1, HEAD2, NUMBER, REPO, SECRET, runs_on
 from tests.test_worker import pytestmark as needs_shared_github
 
@@ -62,14 +64,18 @@ class Stack:
         self.processes.append(process)
         return process
 
-    def runner(self, name: str, labels: str, *extra: str) -> subprocess.Popen[bytes]:
-        token = subprocess.run(
+    def token(self, name: str) -> str:
+        """A runner token, registered the way an operator does it."""
+        return subprocess.run(
             [sys.executable, "-m", "app.cli", "runner-token", name],
             env=self.env,
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
+
+    def runner(self, name: str, labels: str, *extra: str) -> subprocess.Popen[bytes]:
+        token = self.token(name)
         runner_env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
         runner_env["GPUPROOF_RUNNER_TOKEN"] = token
         argv = [
@@ -227,15 +233,6 @@ def test_a_new_push_cancels_the_running_job_and_tokens_stay_out_of_the_tests(
     assert gpu_run(emulator, HEAD2)["status"] == "queued"  # type: ignore[index]
 
 
-def _why_no_gpu() -> str:
-    from app.runner.gpu import GpuHostError, gpus
-
-    try:
-        return "" if gpus() else "nvidia-smi lists no GPU"
-    except GpuHostError as exc:
-        return str(exc)
-
-
 def _fixture_archive(tmp: Path) -> Path:
     """The fixture crate's test binary as a CPU build runner archives it. A GPU host has
     no Rust toolchain: GPUPROOF_FIXTURE_BINARY names a binary built elsewhere with
@@ -267,7 +264,7 @@ def _fixture_archive(tmp: Path) -> Path:
     return archive
 
 
-@pytest.mark.skipif(bool(_why_no_gpu()), reason=f"needs an NVIDIA GPU with CUDA and CUPTI ({_why_no_gpu()})")
+@pytest.mark.skipif(bool(WHY_NO_GPU), reason=f"needs an NVIDIA GPU with CUDA and CUPTI ({WHY_NO_GPU})")
 def test_on_a_real_gpu_the_check_run_shows_kernels_and_flags_the_pretender(
     emulator: GitHubEmulator, stack: Stack
 ) -> None:
@@ -281,13 +278,7 @@ def test_on_a_real_gpu_the_check_run_shows_kernels_and_flags_the_pretender(
     stack.runner("gpu-box", "cuda", "--once", "--gpus", "all")
     stack.deliver("opened", HEAD1, "gpu-proof")
     # The CPU build runner's part, through the same protocol (the GPU host cannot build).
-    token = subprocess.run(
-        [sys.executable, "-m", "app.cli", "runner-token", "builder"],
-        env=stack.env,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    builder = AppConnection(stack.url, token)
+    builder = AppConnection(stack.url, stack.token("builder"))
     answer = wait_for(lambda: _claimed(builder), 60, stack.log)
     builder.upload_artifact(answer["job"]["id"], answer["job_token"], _fixture_archive(stack.tmp))
     builder.report(answer["job"]["id"], answer["job_token"], {"status": "passed", "message": "prebuilt"})
@@ -312,12 +303,7 @@ def _claimed(connection: Any) -> dict[str, Any] | None:
 
 
 def _gpu_count() -> int:
-    from app.runner.gpu import GpuHostError, gpus
-
-    try:
-        return len(gpus())
-    except GpuHostError:
-        return 0
+    return 0 if WHY_NO_GPU else len(gpus())
 
 
 @pytest.mark.skipif(_gpu_count() < 2, reason="needs a host with two or more NVIDIA GPUs")

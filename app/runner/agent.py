@@ -244,7 +244,7 @@ class Runner:
                 if run.binary == str((workspace / "bin" / binary.file).resolve()):
                     run.binary = binary.name
         tests = [dict(r.to_json(), own_process=True) for r in runs]
-        processes = _per_binary(tests)
+        processes = _launches_per_binary([(str(t["binary"]), t) for t in tests])
         findings = gpu_test_findings(tests, processes, job.spec["gpu_test_pattern"], source)
         status = _status(tests, cancel, any(r.timed_out for r in runs))
         return {
@@ -317,24 +317,14 @@ def checkout(job: Claimed, workspace: Path) -> Path:
     """The repository at the job's commit, from its tarball, extracted safely."""
     tarball = workspace / "source.tar.gz"
     download_tarball(job.tarball_url, job.checkout_token, tarball)
-    source = workspace / "src"
-    source.mkdir()
+    unpacked = workspace / "unpacked"
     with tarfile.open(tarball, "r:*") as archive:
-        for member in archive:
-            parts = PurePosixPath(member.name).parts[1:]  # GitHub's "<owner>-<repo>-<sha>/" prefix
-            if not parts or ".." in parts or member.name.startswith("/"):
-                continue
-            if member.isdir():
-                (source.joinpath(*parts)).mkdir(parents=True, exist_ok=True)
-            elif member.isfile():
-                target = source.joinpath(*parts)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                data = archive.extractfile(member)
-                if data is not None:
-                    target.write_bytes(data.read())
-                    target.chmod(0o755 if member.mode & 0o100 else 0o644)
+        archive.extractall(unpacked, filter="data")  # refuses links out, absolute paths, devices
     tarball.unlink()
-    return source
+    tops = list(unpacked.iterdir())
+    if len(tops) != 1 or not tops[0].is_dir():  # GitHub wraps the tree in "<owner>-<repo>-<sha>/"
+        raise JobError("the repository tarball does not hold one top-level directory")
+    return tops[0]
 
 
 def _outcome_json(outcome: TestOutcome) -> dict[str, Any]:
@@ -376,26 +366,24 @@ def outcomes_from_output(output: str) -> list[dict[str, Any]]:
 
 def traced_processes(traces: Path) -> list[dict[str, Any]]:
     """Kernel launches per test binary, from the tracer's per-process reports."""
-    by_binary: dict[str, dict[str, Any]] = {}
+    reports = []
     for report in sorted(traces.glob("trace-*.json")):
         try:
             data = json.loads(report.read_text() or "{}")
         except ValueError:
             continue
-        entry = by_binary.setdefault(_binary_key(str(data.get("exe", "?"))), {"launches": 0, "kernels": {}})
-        entry["launches"] += int(data.get("launches", 0))
-        for kernel, count in (data.get("kernels") or {}).items():
-            entry["kernels"][kernel] = entry["kernels"].get(kernel, 0) + int(count)
-    return [{"binary": name, **entry} for name, entry in sorted(by_binary.items())]
+        reports.append((_binary_key(str(data.get("exe", "?"))), data))
+    return sorted(_launches_per_binary(reports), key=lambda process: str(process["binary"]))
 
 
-def _per_binary(tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _launches_per_binary(reports: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """(binary, {"launches", "kernels"}) reports summed per binary, in first-seen order."""
     by_binary: dict[str, dict[str, Any]] = {}
-    for test in tests:
-        entry = by_binary.setdefault(str(test["binary"]), {"launches": 0, "kernels": {}})
-        entry["launches"] += int(test["launches"])
-        for kernel, count in test["kernels"].items():
-            entry["kernels"][kernel] = entry["kernels"].get(kernel, 0) + count
+    for binary, report in reports:
+        entry = by_binary.setdefault(binary, {"launches": 0, "kernels": {}})
+        entry["launches"] += int(report.get("launches", 0))
+        for kernel, count in (report.get("kernels") or {}).items():
+            entry["kernels"][kernel] = entry["kernels"].get(kernel, 0) + int(count)
     return [{"binary": name, **entry} for name, entry in by_binary.items()]
 
 
