@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from app.checks.engine import HOST_DETOUR_RULES
+from app.checks.enumerations import enumerated_subjects
 from app.checks.gpu_tests import gpu_test_reach, is_gpu_test
 from app.checks.model import Finding
 from app.checks.prose import Sentence, names_subject, subject_words
@@ -161,6 +162,7 @@ class Claim:
     functions: list[IndexedFunction] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     soft: bool = False  # a weak shape: dropped when it resolves to nothing
+    listed: bool = False  # an item of a list of ops: its words are whole words of the names
 
     @property
     def backed(self) -> bool:
@@ -184,6 +186,7 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
     item_line = -1  # a bullet item can run to several sentences: only its first names it
     about_gpu: bool | None = None  # the title (or a message's subject line) speaks of the GPU
     section = ""  # the name a "Name ...:" head gives the bullets under it
+    head_about_gpu = False  # the last line that is not a list item speaks of the GPU
     for sentence in sentences:
         text = sentence.with_code or sentence.text
         if about_gpu is None:
@@ -207,6 +210,7 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
         if not sentence.bullet:
             head = _SECTION_HEAD.match(text)
             section = head.group("name") if head else ""
+            head_about_gpu = bool(_GPU_WORD.search(text))
         found = [
             claim
             for clause in re.split(r"\s*(?:;|\s+and\s+(?=(?:added|implemented|ported|moved)))\s*", text)
@@ -214,6 +218,10 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
         ]
         if section and sentence.bullet and all(c.soft for c in found) and _said_of_the_device(text):
             found.append(Claim(text, section, sentence.line, soft=True))
+        subjects_found = [set(subject_words(c.subject)) for c in found]
+        for subject, soft in enumerated_subjects(text, sentence.bullet and head_about_gpu):
+            if not any(set(subject_words(subject)) <= words for words in subjects_found):
+                found.append(Claim(text, subject, sentence.line, soft=soft, listed=True))
         claims.extend(found)
     return claims
 
@@ -332,10 +340,14 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
     missing (empty when the claim is backed)."""
     subject = subject_words(claim.subject)
     about_backward = any(w in ("backward", "grad", "gradient", "vjp") for w in subject)
+    kernel_source = claim.subject.strip()  # "MISH_F64_PTX": the functions that launch it
     named = [
         f
         for f in changed
-        if names_subject(f.fn.qualname, subject)
+        if (
+            names_subject(f.fn.qualname, subject, whole_words=claim.listed)
+            or kernel_source in f.kernel_sources
+        )
         and not f.cpu_build
         and (about_backward or not _BACKWARD_NAME.search(f.fn.qualname))
     ]

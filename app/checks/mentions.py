@@ -50,6 +50,8 @@ _MEANS = re.compile(
 )
 # Accessors and constructors are plumbing, not GPU ops, unless they launch work.
 _PLUMBING = re.compile(r"^(?:is|has|get|set|with|new|from|into|as|to)(?:_|$)")
+# The method an op type (an autograd node, a kernel, a module) exists for.
+_OP_METHOD = re.compile(r"^(?:backward|forward|apply|call|launch|execute|run|compute|step)$")
 # A heading after which the items are plans or gaps, not done work.
 _PLAN_HEAD = re.compile(
     r"\b(?:next(?:\s+steps?)?|todo|follow[- ]?ups?|out of scope|not (?:yet )?(?:done|covered|implemented)"
@@ -72,7 +74,7 @@ def _names_of(changed: list[IndexedFunction]) -> dict[str, list[IndexedFunction]
     methods_of: dict[str, list[IndexedFunction]] = defaultdict(list)
     for function in filter(_is_gpu_op, changed):
         name, qualname = function.fn.name, function.fn.qualname
-        keys = {name, qualname, _BACKEND_PREFIX.sub("", name)}
+        keys = {name, qualname, _BACKEND_PREFIX.sub("", name), *function.kernel_sources}
         if function.direct_evidence:  # the kernels it loads by name: get_func(.., "cumsum_kernel")
             loaded = (literal.text.strip('"') for literal in function.fn.literals)
             keys.update(kernel for kernel in loaded if _KERNEL_NAME.fullmatch(kernel))
@@ -81,7 +83,9 @@ def _names_of(changed: list[IndexedFunction]) -> dict[str, list[IndexedFunction]
         for key in keys:
             names[key.lower()].append(function)
     for owner, methods in methods_of.items():
-        if len(methods) == 1:  # "SigmoidBackward" names its one changed method
+        # "SigmoidBackward" names its one changed method when that method is what the
+        # type is for; "CudaBackendImpl" does not name whichever method changed.
+        if len(methods) == 1 and _OP_METHOD.match(methods[0].fn.name):
             names[owner.rsplit("::", 1)[-1].lower()].append(methods[0])
     return names
 

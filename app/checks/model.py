@@ -127,6 +127,7 @@ class GpuSource:
 
     name: str
     line: int
+    end_line: int
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 # `_` emphasises only at word edges: `index_select_dim` keeps its underscores.
 _EMPHASIS = re.compile(r"(\*\*|\*|~~|(?<!\w)__|(?<!\w)_)(?=\S)(.+?)(?<=\S)\1(?!\w)")
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_BULLET = re.compile(r"^\s*(?:[-*+•◦▪‣]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 # A Markdown heading, or a line framed by rules the way commit messages head a section
 # ("--- feat: GPU abs_backward ---", "=== Results ===").
 _HEADING = re.compile(r"^\s*#{1,6}\s*|^\s*(?:-{3,}|={3,})\s+(?=\S.*\s(?:-{3,}|={3,})\s*$)")
@@ -131,17 +131,18 @@ def subject_words(phrase: str) -> list[str]:
     return [s for s in stems if s not in STOP_WORDS]  # "passes", "paths"
 
 
-def names_subject(name: str, subject: list[str]) -> bool:
+def names_subject(name: str, subject: list[str], whole_words: bool = False) -> bool:
     """Whether a function name covers every word of a claim's subject, directly, by a
-    compound's parts or by one of a collective noun's members."""
+    compound's parts or by one of a collective noun's members. ``whole_words``: a word
+    must be one of the name's words, not a part of one ("end" is not in "backend")."""
     if not subject:
         return False
     stems = {_stem(w) for w in words(name)}
     joined = name.lower().replace("_", "")
-    if len("".join(subject)) >= 3 and "".join(subject) in joined:
+    if not whole_words and len("".join(subject)) >= 3 and "".join(subject) in joined:
         return True  # RMSNorm -> rms_norm, SiLU -> gpu_silu
     for word in subject:
-        if word in stems or (len(word) >= 3 and word in joined):
+        if word in stems or (not whole_words and len(word) >= 3 and word in joined):
             continue
         if any(_stem(a) in stems for a in ALTERNATIVES.get(word, ())):
             continue

@@ -35,7 +35,11 @@ def review(
 ) -> Review:
     ws = Workspace(files, config)
     code = analyze_workspace(ws, touched)
-    changed = [f for f in ws.functions if touches(touched, f) and not f.support_code]
+    # A function is changed when its lines are, or when the kernel source it launches is.
+    kernels = _changed_kernel_sources(ws, touched)
+    changed = [
+        f for f in ws.functions if (touches(touched, f) or f.kernel_sources & kernels) and not f.support_code
+    ]
     ctx = description_context(ws, title, body, changed, code.findings)
     description: list[Finding] = []
     for rule in DESCRIPTION_RULES:
@@ -49,3 +53,13 @@ def review(
     ops = [f for f in changed if f.claim or f.evidence]
     answers = [answer_questions(ws, op) for op in ops[:MAX_OPS_QUESTIONED]]
     return Review(code, description, ctx.claims, answers, touched, len(ops))
+
+
+def _changed_kernel_sources(ws: Workspace, touched: Touched) -> set[str]:
+    """Names of the GPU kernel source constants (PTX, WGSL, CUDA C) the diff touches."""
+    return {
+        source.name
+        for file in ws.files
+        for source in file.facts.gpu_sources
+        if any(source.line <= line <= source.end_line for line in touched.get(file.path, ()))
+    }

@@ -32,7 +32,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "12"
+EXTRACTOR_VERSION = "14"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 
@@ -439,6 +439,46 @@ def _attributes(node: Node) -> tuple[list[str], list[str], int]:
     return attrs, comments, first_row + 1
 
 
+# `define_portable_binary!(portable_div, run_div);` at item level: a macro that
+# generates a function named by its first argument from the functions it names next.
+_GENERATOR_ARGS = re.compile(rb"^\(\s*([a-z_][a-z0-9_]*)\s*((?:,\s*[A-Za-z_][\w:]*\s*)+),?\s*\)$")
+_ARG_NAME = re.compile(rb"[A-Za-z_][\w:]*")
+
+
+def _generated_function(node: Node, args: Node, blank: bytes) -> Function | None:
+    """The function an item-level generator macro defines, calling the functions it is
+    given: without it, everything behind such macros would be unreachable to the
+    call graph (tests call `portable_div`, which no `fn` defines)."""
+    text = blank[args.start_byte : args.end_byte]
+    found = _GENERATOR_ARGS.match(text)
+    if found is None:
+        return None
+    item = node.parent if node.parent is not None and node.parent.type == "expression_statement" else node
+    attrs, doc, first_line = _attributes(item)
+    scope = _Scope(item)
+    fn = Function(
+        name=found.group(1).decode(),
+        impl_type=scope.impl_type,
+        trait=scope.trait,
+        modules=scope.modules,
+        attrs=tuple(attrs),
+        outer_attrs=scope.outer_attrs,
+        params="",
+        ret="",
+        line=first_line,
+        fn_line=node.start_point.row + 1,
+        end_line=node.end_point.row + 1,
+        body_line=args.start_point.row + 1,
+        text=text,
+        doc=tuple(doc),
+    )
+    offset = found.start(2)
+    for callee in _ARG_NAME.finditer(found.group(2)):
+        qualifier, _, name = callee.group().decode().rpartition("::")
+        fn.calls.append(Call(name, qualifier, False, offset + callee.start()))
+    return fn
+
+
 def extract(source: bytes) -> FileFacts:
     """All facts of one Rust file. Never raises on bad Rust: tree-sitter recovers."""
     parser = Parser(_language())
@@ -494,7 +534,7 @@ def extract(source: bytes) -> FileFacts:
     blank = _blank(source, spans)
 
     gpu_sources = [
-        GpuSource(_text(name), name.start_point.row + 1)
+        GpuSource(_text(name), name.start_point.row + 1, value.end_point.row + 1)
         for name, value in consts
         if _GPU_SOURCE_RE.search(value.text or b"")
     ]
@@ -595,6 +635,11 @@ def extract(source: bytes) -> FileFacts:
             functions[fi].macros.append(
                 Macro(name, qualifier, _text(args), node.start_byte - base, node.end_byte - base)
             )
+    functions.extend(
+        generated
+        for node, _, args in macros
+        if owner(node.start_byte) < 0 and (generated := _generated_function(node, args, blank))
+    )
     for s in strings:
         fi = owner(s.start_byte)
         if fi >= 0:

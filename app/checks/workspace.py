@@ -94,6 +94,7 @@ class IndexedFunction:
     cpu_build: bool
     moves_data: bool  # its job is moving or showing data (gpu_to_cpu, to_vec, Display)
     direct_evidence: str  # what in its own body is backend evidence, "" when nothing
+    kernel_sources: frozenset[str]  # the GPU kernel source constants it names (`LOG_F64_PTX`)
     evidence: str = ""  # own or through callees: "launches via `x`", "" when none
 
     @property
@@ -146,6 +147,7 @@ class Workspace:
                         moves_data=bool(gpu_code.TRANSFER_NAME.search(fn.name))
                         or fn.trait in _CONVERSION_TRAITS,
                         direct_evidence=_direct_evidence(fn, gpu_consts),
+                        kernel_sources=_kernel_sources(fn, gpu_consts),
                     )
                 )
         self.definitions: dict[Key, list[int]] = {}
@@ -321,6 +323,12 @@ def crate_of(path: str) -> str:
 
 def _display(call: Call) -> str:
     return f"{call.qualifier}::{call.name}" if call.qualifier else call.name
+
+
+def _kernel_sources(fn: Function, gpu_consts: set[str]) -> frozenset[str]:
+    if not gpu_consts:
+        return frozenset()
+    return frozenset(m.group().decode() for m in _CONST_REF.finditer(fn.text)) & gpu_consts
 
 
 def _direct_evidence(fn: Function, gpu_consts: set[str]) -> str:

@@ -1,0 +1,105 @@
+"""Claims by enumeration. GPU work is often described as a list of ops: "real GPU
+kernels for ten more elementwise ops: div, neg, abs, exp, ...", "vec4 loads for
+add/sub/mul/neg/relu", "in-place ops (add_, sub_, mul_, div_) with GPU dispatch".
+Each op listed in a sentence about GPU work is a claim about that op (spec Step 4),
+judged on its own, so that one backed op does not carry the others.
+
+A list after a head that says GPU work was done ("Top-10 GPU backward sites wired:
+A, B, C") claims every item, resolvable or not. A list elsewhere in a sentence about
+the GPU claims the items that name a function the diff changes (a soft claim).
+"""
+
+from __future__ import annotations
+
+import re
+
+from app.checks.prose import STOP_WORDS, subject_words
+
+# One item: a single name, maybe `Type::method` or `name()`, maybe followed by a
+# parenthetical that says more about it ("softmax (two-pass tree reduce)").
+_NAME = r"(?!(?:and|or)\b)[A-Za-z_]\w*(?:::\w+)?(?:\(\))?"
+_PARENS = r"\((?:[^()]|\([^()]*\))*\)"  # one level of nesting: "(1 / (1 + exp(-x)))"
+_ITEM = rf"{_NAME}(?:\s*{_PARENS})?"
+_COMMA_LIST = re.compile(
+    rf"(?<![\w./-]){_ITEM}(?:\s*,\s*{_ITEM}){{2,}}(?:\s*,?\s+(?:and|or)\s+{_ITEM})?(?![\w/-])"
+)
+_SLASH_LIST = re.compile(rf"(?<![\w./-]){_NAME}(?:\s?/\s?{_NAME})+(?![\w/-]|\.\w)")
+# What introduces a list of done GPU work: a colon or a dash after a head that names
+# the GPU and says what was done or built.
+_HEAD_END = re.compile(r"(?::|\s[—–-])\s*$")
+_GPU_WORD = re.compile(r"\b(?:gpu|cuda|ptx|cubecl|wgpu|kernels?|on-device|device-resident|cublas\w*)\b", re.I)
+_HEAD_DONE = re.compile(
+    r"\b(?:wired|added|adds?|implemented|implements?|ported|ports?|landed|new|wrote|written|built"
+    r"|kernels|ops|sites|dispatch(?:es|ed)?|routed|enumerated|expand(?:s|ed)?|covers?|covered)\b",
+    re.I,
+)
+_NOT_DONE = re.compile(
+    r"\b(?:not|no|never|without|cannot|can't|doesn't|don't|isn't|aren't|won't|yet|todo|planned|plan"
+    r"|will|would|should|could|might|future|follow[- ]?ups?|previously|was|were|pre-?existing|already"
+    r"|removed?|deleted?|revert(?:ed|s)?|instead of|rather than|out of scope|tests?|skipped|ignored?"
+    r"|cpu|host|e\.g|such as|like)\b",
+    re.I,
+)
+# "feat(gpu,serialize,llama): ": the scopes of a conventional commit are no list of ops.
+_COMMIT_PREFIX = re.compile(r"^\w+\([^)]*\)!?:\s*")
+# Clauses of a sentence or a title ("PTX module cache ... + make Softplus/ELU/Mish
+# differentiable" is two statements).
+_CLAUSE = re.compile(r"\s\+\s|;\s")
+# "around shared run_unary / run_binary helpers": names after these are the means.
+_MEANS = re.compile(r"\b(?:via|through|using|by|reuses?|existing|around|shared|calls?)\s+(?:the\s+)?$", re.I)
+_HELPERS = re.compile(r"\bhelpers?\b", re.I)
+# Accessors and constructors are plumbing, not GPU ops.
+_PLUMBING = re.compile(r"^(?:is|has|get|set|with|new|from|into|as|to)(?:_|$)")
+# Words that list dtypes, devices or places rather than ops.
+_NOT_AN_OP = frozenset(
+    """cpu gpu host device cuda wgpu metal rocm vulkan f16 bf16 f32 f64 i32 i64 u8 u16 u32 u64 half
+    float double int dtype dtypes shape shapes rs src tests test docs readme changelog in out forward
+    backward inverse""".split()
+)
+_PARENTHETICAL = re.compile(r"\s*\([^()]*\)")
+
+
+def enumerated_subjects(text: str, head_about_gpu: bool) -> list[tuple[str, bool]]:
+    """(subject, soft) for each op the sentence lists as GPU work. ``head_about_gpu``:
+    the sentence is an item of a list whose head speaks of the GPU."""
+    found: dict[str, bool] = {}
+    for clause in _CLAUSE.split(_COMMIT_PREFIX.sub("", text)):
+        for listing in (*_COMMA_LIST.finditer(clause), *_SLASH_LIST.finditer(clause)):
+            before = clause[: listing.start()]
+            if _NOT_DONE.search(before) or _MEANS.search(before):
+                continue
+            head = _HEAD_END.search(before)
+            claimed = bool(head) and bool(_GPU_WORD.search(before)) and bool(_HEAD_DONE.search(before))
+            # A list in running text is about the GPU when the rest of its clause says so
+            # (a GPU word inside the list is one of its items: "..., GRU, f64 GPU").
+            rest = clause[: listing.start()] + clause[listing.end() :]
+            about_gpu = head_about_gpu or bool(_GPU_WORD.search(rest))
+            if not claimed and not (about_gpu and not _NOT_DONE.search(rest) and not _HELPERS.search(rest)):
+                continue
+            for name in _items(listing.group()):
+                found.setdefault(name, not claimed)
+    return list(found.items())
+
+
+def _items(listing: str) -> list[str]:
+    """The names a list gives, and those of the lists inside its parentheticals
+    ("norm layers (LayerNorm, GroupNorm, RMSNorm)")."""
+    names = [
+        item.strip(" ,.()")
+        for item in re.split(r"\s*(?:,|/|\band\b|\bor\b)\s*", _PARENTHETICAL.sub("", listing))
+    ]
+    for inner in _PARENTHETICAL.finditer(listing):
+        for nested in (*_COMMA_LIST.finditer(inner.group()), *_SLASH_LIST.finditer(inner.group())):
+            names.extend(_items(nested.group()))
+    return [name for name in names if _is_op_name(name)]
+
+
+def _is_op_name(name: str) -> bool:
+    words = subject_words(name)
+    return (
+        len(name) >= 2
+        and bool(words)
+        and not all(w in _NOT_AN_OP or w in STOP_WORDS for w in words)
+        and name.lower() not in _NOT_AN_OP
+        and not _PLUMBING.match(name)
+    )
