@@ -348,7 +348,7 @@ here so such can could will would should may might must do does did done has hav
 they their them he she his her i my me which who whom what when where why how x
 gpu gpus cuda cudarc device devices resident kernel kernels path paths native natively accelerated
 acceleration accelerate support supported supports implement implemented implementation implements
-port ported porting add added adds adding wire wired wiring run runs running ran execute executes
+port ported porting added adds adding wire wired wiring run runs running ran execute executes
 executed use uses using used fast op ops operation operations ptx cubecl wgpu metal vram
 fully entirely end work works working make made moved move onto aware
 """.split()

@@ -19,7 +19,7 @@ from app.checks.prose import STOP_WORDS, subject_words
 # parenthetical that says more about it ("softmax (two-pass tree reduce)").
 _NAME = r"(?!(?:and|or)\b)[A-Za-z_]\w*(?:::\w+)?(?:\(\))?"
 _PARENS = r"\((?:[^()]|\([^()]*\))*\)"  # one level of nesting: "(1 / (1 + exp(-x)))"
-_ITEM = rf"{_NAME}(?:\s*{_PARENS})?"
+_ITEM = rf"{_NAME}(?:/{_NAME})*(?:\s*{_PARENS})?"  # "add/sub/mul/div_f32" within a list is four
 _COMMA_LIST = re.compile(
     rf"(?<![\w./-]){_ITEM}(?:\s*,\s*{_ITEM}){{2,}}(?:\s*,?\s+(?:and|or)\s+{_ITEM})?(?![\w/-])"
 )
@@ -27,7 +27,11 @@ _SLASH_LIST = re.compile(rf"(?<![\w./-]){_NAME}(?:\s?/\s?{_NAME})+(?![\w/-]|\.\w
 # What introduces a list of done GPU work: a colon or a dash after a head that names
 # the GPU and says what was done or built.
 _HEAD_END = re.compile(r"(?::|\s[—–-])\s*$")
-_GPU_WORD = re.compile(r"\b(?:gpu|cuda|ptx|cubecl|wgpu|kernels?|on-device|device-resident|cublas\w*)\b", re.I)
+_GPU_WORD = re.compile(
+    r"\b(?:gpu|cuda|ptx|cubecl|wgpu|kernels?|on-device|device-resident|cublas\w*|cudnn|cusolver|cusparse"
+    r"|cufft|nccl|msl|metal|mps|hip|rocm|vulkan|wgsl|tensor cores?)\b|Gpu[A-Z]",
+    re.I,
+)
 _HEAD_DONE = re.compile(
     r"\b(?:wired|added|adds?|implemented|implements?|ported|ports?|landed|new|wrote|written|built"
     r"|kernels|ops|sites|dispatch(?:es|ed)?|routed|enumerated|expand(?:s|ed)?|covers?|covered)\b",
@@ -44,9 +48,18 @@ _NOT_DONE = re.compile(
 _COMMIT_PREFIX = re.compile(r"^\w+\([^)]*\)!?:\s*")
 # Clauses of a sentence or a title ("PTX module cache ... + make Softplus/ELU/Mish
 # differentiable" is two statements).
-_CLAUSE = re.compile(r"\s\+\s|;\s")
+_CLAUSE = re.compile(r"(?:\s\+\s|;\s)(?![^()]*\))")  # not inside parentheses
 # "around shared run_unary / run_binary helpers": names after these are the means.
-_MEANS = re.compile(r"\b(?:via|through|using|by|reuses?|existing|around|shared|calls?)\s+(?:the\s+)?$", re.I)
+_MEANS = re.compile(
+    r"\b(?:via|through|using|by|reuses?|existing|around|shared|calls?)\s+(?:the\s+)?(?:[\w-]+\s+)?$", re.I
+)
+# "Fork/join API", "begin/end/launch surface", "CooTensor / CsrTensor format-conversion
+# methods": a list followed by one of these names parts of an interface, not GPU ops.
+_NOT_OPS_AFTER = re.compile(
+    r"^\s*(?:[\w-]+\s+)?(?:api|apis|surface|methods?|helpers?|accessors?|wrappers?|types?|structs?|fields?"
+    r"|flags?|tests?|bindings?|variants?|enums?|traits?|modules?|crates?|files?)\b",
+    re.I,
+)
 _HELPERS = re.compile(r"\bhelpers?\b", re.I)
 # Accessors and constructors are plumbing, not GPU ops.
 _PLUMBING = re.compile(r"^(?:is|has|get|set|with|new|from|into|as|to)(?:_|$)")
@@ -66,7 +79,7 @@ def enumerated_subjects(text: str, head_about_gpu: bool) -> list[tuple[str, bool
     for clause in _CLAUSE.split(_COMMIT_PREFIX.sub("", text)):
         for listing in (*_COMMA_LIST.finditer(clause), *_SLASH_LIST.finditer(clause)):
             before = clause[: listing.start()]
-            if _NOT_DONE.search(before) or _MEANS.search(before):
+            if _NOT_DONE.search(before) or _MEANS.search(before) or _NOT_OPS_AFTER.match(clause[listing.end() :]):
                 continue
             head = _HEAD_END.search(before)
             claimed = bool(head) and bool(_GPU_WORD.search(before)) and bool(_HEAD_DONE.search(before))

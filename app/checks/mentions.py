@@ -34,7 +34,8 @@ _NOT_DONE_WORK = re.compile(
     r"|plan|will|would|should|could|might|future|follow[- ]?ups?|previously|formerly|used to|was|were"
     r"|unchanged|untouched|kept|pre-?existing|already|removed?|deleted?|deprecated|revert(?:ed|s)?"
     r"|instead of|rather than|out of scope|skips?|skipped|ignored?|tests?|probes?|benchmarks?"
-    r"|renam\w*|refactor\w*|typos?|comments?|docs?|documentation|formatting|clippy|lint)\b",
+    r"|renam\w*|refactor\w*|typos?|comments?|docs?|documentation|formatting|clippy|lint"
+    r"|private|helpers?|converters?|accessors?|diagnostics?)\b",
     re.I,
 )
 # Names of GPU work appear next to these words; a sentence without one (and under a
