@@ -79,7 +79,11 @@ def enumerated_subjects(text: str, head_about_gpu: bool) -> list[tuple[str, bool
     for clause in _CLAUSE.split(_COMMIT_PREFIX.sub("", text)):
         for listing in (*_COMMA_LIST.finditer(clause), *_SLASH_LIST.finditer(clause)):
             before = clause[: listing.start()]
-            if _NOT_DONE.search(before) or _MEANS.search(before) or _NOT_OPS_AFTER.match(clause[listing.end() :]):
+            if (
+                _NOT_DONE.search(before)
+                or _MEANS.search(before)
+                or _NOT_OPS_AFTER.match(clause[listing.end() :])
+            ):
                 continue
             head = _HEAD_END.search(before)
             claimed = bool(head) and bool(_GPU_WORD.search(before)) and bool(_HEAD_DONE.search(before))
