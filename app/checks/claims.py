@@ -119,12 +119,12 @@ _NOT_A_CLAIM = re.compile(
     r"\b(?:not|no|never|without|cannot|can't|doesn't|don't|isn't|aren't|won't|yet to|todo|planned"
     r"|plan to|will|would|should|could|might|future|follow[- ]?up|scaffolding|stub|stubbed|reference"
     r"|pre-flight|instead of|rather than|removed?|revert(?:ed|s)?|drop(?:ped|s)?|pytorch|torch"
-    r"|pre-?existing|already)\b|\bnext(?:\s+steps?)?\s*:",
+    r"|pre-?existing|already)\b|\bnext(?:\s+steps?)?\s*:|\btests?\s+(?:for|of|cover\w*)\b",
     re.I,
 )
 _HOST = re.compile(r"\b(?:cpu|host)\b", re.I)  # "moved GPU tensors to CPU" claims nothing for the GPU
 _NOT_A_SUBJECT = re.compile(
-    r"\s*(?:\d(?!-?d\b)|in\b|on\b|for\b|when\b|via\b|to\b|at\b|is\b|are\b|over\b|by\b|with\b|from\b|as\b"
+    r"\s*(?:\d(?!-?d\b)|(?:one|two|three|four|five|six|seven|eight|nine|ten|dozens?)\b|in\b|on\b|for\b|when\b|via\b|to\b|at\b|is\b|are\b|over\b|by\b|with\b|from\b|as\b"
     r"|through\b|into\b|onto\b|more\b|others?\b|etc\b|this\b|that\b|it\b|result|tensor\b(?!::)|output|input|data\b|end-to-end|next\b|done\b|todo\b|tests?\b"
     r"|changes?\b|summary\b|notes?\b|status\b|rs\b|add(?:s|ed)?\b|implement\w*|port(?:s|ed)?\b|wire\w*|new\b)",
     re.I,

@@ -21,8 +21,9 @@ _NAME = r"(?!(?:and|or)\b)[A-Za-z_]\w*(?:::\w+)?(?:\(\))?"
 _PARENS = r"\((?:[^()]|\([^()]*\))*\)"  # one level of nesting: "(1 / (1 + exp(-x)))"
 _ITEM = rf"{_NAME}(?:/{_NAME})*(?:\s*{_PARENS})?"  # "add/sub/mul/div_f32" within a list is four
 _COMMA_LIST = re.compile(
-    rf"(?<![\w./-]){_ITEM}(?:\s*,\s*{_ITEM}){{2,}}(?:\s*,?\s+(?:and|or)\s+{_ITEM})?(?![\w/-])"
+    rf"(?<![\w./-]){_ITEM}(?:\s*,\s*{_ITEM})+(?:\s*,?\s+(?:and|or)\s+{_ITEM})?(?![\w/-])"
 )
+_LAST_ITEM = re.compile(r"\s(?:and|or)\s")
 _SLASH_LIST = re.compile(rf"(?<![\w./-]){_NAME}(?:\s?/\s?{_NAME})+(?![\w/-]|\.\w)")
 # What introduces a list of done GPU work: a colon or a dash after a head that names
 # the GPU and says what was done or built.
@@ -78,6 +79,11 @@ def enumerated_subjects(text: str, head_about_gpu: bool) -> list[tuple[str, bool
     found: dict[str, bool] = {}
     for clause in _CLAUSE.split(_COMMIT_PREFIX.sub("", text)):
         for listing in (*_COMMA_LIST.finditer(clause), *_SLASH_LIST.finditer(clause)):
+            if (
+                listing.re is _COMMA_LIST
+                and listing.group().count(",") + len(_LAST_ITEM.findall(listing.group())) < 2
+            ):
+                continue  # "X, Y" is too often two clauses; a list has three items
             before = clause[: listing.start()]
             if (
                 _NOT_DONE.search(before)

@@ -1,0 +1,124 @@
+"""Claims by enumeration: each op a sentence about GPU work lists is a claim of its
+own; the functions a generator macro defines and the kernel sources a diff changes
+are part of what claims resolve to."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from app.checks.review import review
+from app.checks.rust_index import extract
+from app.checks.workspace import SourceFile
+from app.config import RepoConfig
+from tests.conftest import run_review
+from tests.test_review import GPU_TEST, KERNEL
+
+FILES = {"src/lib.rs": KERNEL + KERNEL.replace("gpu_scale", "gpu_shift"), "tests/gpu.rs": GPU_TEST}
+
+
+def claimed(body: str, title: str = "") -> dict[str, bool]:
+    return {c.subject: c.backed for c in run_review(FILES, body=body, title=title).claims}
+
+
+def test_a_list_after_a_head_of_done_gpu_work_claims_every_item() -> None:
+    # scale has a GPU test, shift has none, and nothing the diff changes is a roll.
+    found = claimed("Added GPU kernels for three more ops: scale, shift, and roll.")
+    assert found == {"scale": True, "shift": False, "roll": False}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Vectorised loads on the GPU now for scale/shift/roll.",
+        "All of scale, shift and roll now handle GPU tensors.",
+        "Elementwise ops (scale, shift, roll) with GPU dispatch.",
+    ],
+)
+def test_a_list_in_running_text_claims_the_items_that_name_changed_functions(body: str) -> None:
+    assert claimed(body) == {"scale": True, "shift": False}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Added GPU kernels for these ops: no scale, shift or roll yet.",
+        "scale/shift/roll were computed on the CPU before this change.",
+        "Composed on the GPU via device-resident scale / shift / roll calls.",
+        "The scale/shift/roll API of the GPU module is unchanged in shape.",
+        "Tests for scale, shift and roll on the GPU.",
+    ],
+)
+def test_lists_of_means_interfaces_negations_and_history_claim_nothing(body: str) -> None:
+    assert claimed(body) == {}
+
+
+def test_the_scopes_of_a_conventional_commit_are_no_list() -> None:
+    assert claimed("", title="feat(gpu,scale,shift): faster PTX kernel cache") == {}
+
+
+def test_an_item_must_be_a_whole_word_of_the_function_name() -> None:
+    # "shift" is not a word of gpu_upshifted: the running-text list resolves nothing.
+    files = {"src/lib.rs": KERNEL.replace("gpu_scale", "gpu_upshifted")}
+    assert {
+        c.subject for c in run_review(files, body="Faster shift/roll/pad in the GPU module.").claims
+    } == set()
+
+
+GENERATED = """
+    #[cube(launch)]
+    fn kernel_div(a: &Array<f32>, b: &Array<f32>, out: &mut Array<f32>) {
+        out[ABSOLUTE_POS] = a[ABSOLUTE_POS] / b[ABSOLUTE_POS];
+    }
+    define_binary_runner!(run_div, kernel_div);
+    define_portable_binary!(portable_div, run_div);
+    """
+GENERATED_TEST = """
+    #[test]
+    fn portable_div_runs_on_gpu() {
+        let device = WgpuDevice::default();
+        let out = portable_div(&a, &b, &device).unwrap();
+    }
+    """
+
+
+def test_functions_a_generator_macro_defines_are_in_the_call_graph() -> None:
+    names = [fn.name for fn in extract(textwrap.dedent(GENERATED).encode()).functions]
+    assert names == ["kernel_div", "run_div", "portable_div"]
+    files = {"src/kernels.rs": GENERATED, "tests/wgpu.rs": GENERATED_TEST}
+    # The test calls portable_div, which no `fn` defines; through the macros it
+    # reaches the kernel, so the claim is backed.
+    assert [
+        (c.subject, c.backed) for c in run_review(files, body="kernel_div is a CubeCL kernel.").claims
+    ] == [("kernel_div", True)]
+
+
+PTX_SOURCE = """
+    const LOG_F64_PTX: &str = "
+    .version 7.0
+    .entry log_f64_kernel() { ret; }
+    ";
+
+    pub fn gpu_log_f64(x: &CudaSlice<f64>, dev: &CudaDevice) -> Result<(), GpuError> {
+        let f = dev.load_ptx(LOG_F64_PTX, "log_f64_kernel").ok_or(GpuError::MissingKernel)?;
+        unsafe { f.launch(LaunchConfig::for_num_elems(x.len() as u32), (x,)) }?;
+        Ok(())
+    }
+    """
+
+
+def test_a_changed_kernel_source_changes_the_functions_that_launch_it() -> None:
+    # The diff touches only the PTX text; the claim naming it is judged on gpu_log_f64.
+    source = SourceFile("src/kernels.rs", extract(textwrap.dedent(PTX_SOURCE).encode()))
+    result = review(
+        [source], RepoConfig(), {"src/kernels.rs": frozenset({3})}, "", "Implemented LOG_F64_PTX on the GPU."
+    )
+    assert [(c.subject, [f.fn.name for f in c.functions]) for c in result.claims] == [
+        ("LOG_F64_PTX", ["gpu_log_f64"])
+    ]
+    assert [a.function.fn.name for a in result.answers] == ["gpu_log_f64"]
+    untouched = review(
+        [source], RepoConfig(), {"src/kernels.rs": frozenset({20})}, "", "Implemented LOG_F64_PTX on the GPU."
+    )
+    assert [c.functions for c in untouched.claims] == [[]]  # unverifiable: the diff changed no kernel
