@@ -31,7 +31,9 @@ from quality_descriptions import GAP_RULE, Case, Run, read_cases, report, score_
 def as_run(case: Case) -> Run:
     """A labeller's answer for one case, in the shape of the tool's JSON report."""
     doc: dict[str, Any] = {
-        "claims": [{"subject": c["subject"], "backed": c["backed"], "text": c["subject"]} for c in case.claims],
+        "claims": [
+            {"subject": c["subject"], "backed": c["backed"], "text": c["subject"]} for c in case.claims
+        ],
         "phrasings": [{"text": p} for p in case.phrasings],
         "comments": [{"rule": GAP_RULE}] if case.gap_expected else [],
     }
