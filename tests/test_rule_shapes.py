@@ -110,6 +110,22 @@ VIOLATIONS = {
         }
         """,
     ),
+    "host-readback-per-op: a portable op whose runner uploads, launches and returns a Vec": (
+        "host-readback-per-op",
+        """
+        pub fn portable_sub(a: &Tensor<f32>, b: &Tensor<f32>, rt: &CubeRuntime) -> Result<Tensor<f32>> {
+            let out = dispatch_binary!(rt, kernels::run_sub, &a.to_vec(), &b.to_vec());
+            from_vec(out, a.shape())
+        }
+        pub fn run_sub<R: Runtime>(client: &ComputeClient<R>, a: &[f32], b: &[f32]) -> Vec<f32> {
+            let a_handle = client.create_from_slice(f32::as_bytes(a));
+            let b_handle = client.create_from_slice(f32::as_bytes(b));
+            let out = client.empty(a.len() * 4);
+            unsafe { kernel_sub::launch_unchecked::<f32, R>(client, count, dim, a_handle, b_handle, out) };
+            f32::from_bytes(&client.read_one(out)).to_vec()
+        }
+        """,
+    ),
     "disabled-gpu-test: #[ignore] on a CUDA test": (
         "disabled-gpu-test",
         """

@@ -32,7 +32,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "14"
+EXTRACTOR_VERSION = "16"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 
@@ -63,6 +63,9 @@ _HANDLER_METHODS = {"unwrap_or_else", "or_else", "map_or_else", "unwrap_or", "ma
 
 _CALL_RE = re.compile(rb"\b([A-Za-z_]\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\(")
 # `Type { field: .. }` or `path::Type::<T> { .. }`: a struct literal builds a value of Type.
+# `dispatch_binary!(rt, kernels::run_add, ..)`, `.map(ops::relu)`: a path to a function
+# handed on as a value is called where it is handed to.
+_FN_PATH_RE = re.compile(rb"(?<![\w:])((?:[a-z_]\w*::)+)([a-z_]\w*)\b(?!\s*(?:[(!<]|::))")
 _STRUCT_LITERAL_RE = re.compile(rb"(?<![\w])([A-Z]\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\{")
 _GENERIC_ARGS = re.compile(rb"<[^<>]*>")
 _DOUBLED_SEPARATOR = re.compile(rb"::(?:\s*::)+")
@@ -185,6 +188,7 @@ _SIGNAL_SPECS = (
     _spec("upload", "upload", r"upload\w*\s*\("),
     _spec("create_buffer_init", "upload", r"create_buffer_init\b"),
     _spec("write_buffer", "upload", r"write_buffer\b"),
+    _spec("create_from_slice", "upload", r"create_from_slice\s*\("),  # CubeCL's ComputeClient
     _spec("alloc_zeros", "device_memory", r"alloc_zeros\b"),
     _spec("CudaSlice", "device_memory", r"CudaSlice\b"),
     _spec("synchronize", "sync", r"synchronize\s*\(", "any"),
@@ -230,6 +234,9 @@ def _calls(text: bytes) -> list[Call]:
         if back >= 1 and text[back - 1 : back + 1] == b"::":
             qualifier = _qualifier_before(text, back - 1)
         calls.append(Call(name, qualifier, back >= 0 and text[back] == 0x2E, start))
+    for m in _FN_PATH_RE.finditer(text):
+        calls.append(Call(m.group(2).decode(), m.group(1)[:-2].decode(), False, m.start(2)))
+    calls.sort(key=lambda call: call.offset)
     return calls
 
 

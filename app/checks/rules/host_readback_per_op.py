@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from app.checks.model import Severity
@@ -42,6 +43,10 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
         return  # with no GPU work at all it is a fake-gpu-function
     if item.moves_data:
         return
+    round_trip = _round_trip_callee(ws, item)
+    if round_trip:
+        yield round_trip
+        return
     synced = False
     for signal in fn.signals:
         if signal.kind == "sync":
@@ -72,6 +77,44 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
             f"host step in a kernel.",
         )
         return
+
+
+_HOST_RESULT = re.compile(r"^(?:\w+::)*Vec\s*<")
+
+
+def _round_trip_callee(ws: Workspace, item: IndexedFunction) -> Hit | None:
+    """An op with no launch of its own that runs its kernel through a helper which
+    uploads the inputs and hands the result back as host data (a `Vec`): the round
+    trip is the helper's, the op pays it on every call (`portable_sub` calling
+    `run_sub`)."""
+    fn = item.fn
+    if any(s.kind == "launch" for s in fn.signals):
+        return None
+    for call in fn.calls:
+        for callee in ws.resolve(call, item):
+            if (
+                callee.support_code
+                or callee.moves_data
+                or not callee.direct_evidence
+                or not _HOST_RESULT.search(callee.fn.ret)
+            ):
+                continue
+            signals = callee.fn.signals
+            upload = next((s for s in signals if s.kind == "upload"), None)
+            if upload is None:
+                continue
+            readback = next((s for s in signals if s.kind == "readback" and s.offset > upload.offset), None)
+            if readback is None:
+                continue
+            line = fn.line_of(call.offset)
+            return Hit(
+                line,
+                f"{function_name(item)} runs its kernel through `{callee.fn.qualname}` (line {line}), "
+                f"which uploads with `{upload.text.strip()}` and reads the result back with "
+                f"`{readback.text.strip()}`: every call round-trips through host memory. Keep the "
+                f"data on the device between ops.",
+            )
+    return None
 
 
 RULE = Rule(
