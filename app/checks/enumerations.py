@@ -77,30 +77,28 @@ def enumerated_subjects(text: str, head_about_gpu: bool) -> list[tuple[str, bool
     """(subject, soft) for each op the sentence lists as GPU work. ``head_about_gpu``:
     the sentence is an item of a list whose head speaks of the GPU."""
     found: dict[str, bool] = {}
-    for clause in _CLAUSE.split(_COMMIT_PREFIX.sub("", text)):
-        for listing in (*_COMMA_LIST.finditer(clause), *_SLASH_LIST.finditer(clause)):
-            if (
-                listing.re is _COMMA_LIST
-                and listing.group().count(",") + len(_LAST_ITEM.findall(listing.group())) < 2
-            ):
-                continue  # "X, Y" is too often two clauses; a list has three items
-            before = clause[: listing.start()]
-            if (
-                _NOT_DONE.search(before)
-                or _MEANS.search(before)
-                or _NOT_OPS_AFTER.match(clause[listing.end() :])
-            ):
-                continue
-            head = _HEAD_END.search(before)
-            claimed = bool(head) and bool(_GPU_WORD.search(before)) and bool(_HEAD_DONE.search(before))
-            # A list in running text is about the GPU when the rest of its clause says so
-            # (a GPU word inside the list is one of its items: "..., GRU, f64 GPU").
-            rest = clause[: listing.start()] + clause[listing.end() :]
-            about_gpu = head_about_gpu or bool(_GPU_WORD.search(rest))
-            if not claimed and not (about_gpu and not _NOT_DONE.search(rest) and not _HELPERS.search(rest)):
-                continue
-            for name in _items(listing.group()):
-                found.setdefault(name, not claimed)
+    text = _COMMIT_PREFIX.sub("", text)
+    for listing in (*_COMMA_LIST.finditer(text), *_SLASH_LIST.finditer(text)):
+        if (
+            listing.re is _COMMA_LIST
+            and listing.group().count(",") + len(_LAST_ITEM.findall(listing.group())) < 2
+        ):
+            continue  # "X, Y" is too often two clauses; a list has three items
+        before, after = text[: listing.start()], text[listing.end() :]
+        if _NOT_DONE.search(before) or _MEANS.search(before) or _NOT_OPS_AFTER.match(after):
+            continue
+        # The head may span clauses ("sites enumerated + wired: A, B, C"); the context
+        # of a list in running text is its own clause.
+        claimed = bool(_HEAD_END.search(before) and _GPU_WORD.search(before) and _HEAD_DONE.search(before))
+        clause_start = max((m.end() for m in _CLAUSE.finditer(before)), default=0)
+        clause_end = next((listing.end() + m.start() for m in _CLAUSE.finditer(after)), len(text))
+        # A GPU word inside the list is one of its items ("..., GRU, f64 GPU"), no context.
+        rest = text[clause_start : listing.start()] + text[listing.end() : clause_end]
+        about_gpu = head_about_gpu or bool(_GPU_WORD.search(rest))
+        if not claimed and not (about_gpu and not _NOT_DONE.search(rest) and not _HELPERS.search(rest)):
+            continue
+        for name in _items(listing.group()):
+            found.setdefault(name, not claimed)
     return list(found.items())
 
 
