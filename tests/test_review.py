@@ -146,6 +146,10 @@ def test_best_effort_support_is_both_a_forbidden_phrasing_and_a_claim() -> None:
         "Fixes the kernel bug that caused a silent CPU fallback.",
         "The example refuses CPU fallback on a build without cuda.",
         "The test returns early when the GPU is absent (no panic on CPU-only CI).",
+        "GELU erf backward fell back to CPU for all modes; added a fused PTX kernel.",  # history
+        "The reduction was falling back to the host before this change.",
+        "apply_sgd falls through to the existing CPU path when param.is_cpu().",  # CPU inputs
+        "gpu_add tries the vec4 kernel first, with automatic fallback to the scalar kernel.",
     ],
 )
 def test_negations_allowed_vocabulary_code_and_quotes_are_not_flagged(body: str) -> None:

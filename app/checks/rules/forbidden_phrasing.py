@@ -20,7 +20,7 @@ FORBIDDEN = tuple(
         r"\b(?:gpu|cuda)\s+(?:when|if|where)\s+(?:available|present|possible)\b",
         rf"\b{_CPU}\s+otherwise\b",
         rf"\b(?:{_CPU}|reference)\s+(?:path|implementation|code)\s+otherwise\b",
-        rf"\b(?:falls?|falling|fell)\s+back\s+(?:\w+\s+){{0,2}}?to\s+{_CPU}\b",
+        rf"\b(?:falls?|falling)\s+back\s+(?:\w+\s+){{0,2}}?to\s+{_CPU}\b",
         rf"\bfall-?back\s+(?:path\s+)?(?:to|on)\s+{_CPU}\b",
         r"\bbest[- ]effort\s+(?:gpu|cuda|device|accelerat\w+)(?:\s+support)?",
         r"\b(?:graceful(?:ly)?|automatic(?:ally)?|transparent(?:ly)?|seamless(?:ly)?|smart)\s+"
@@ -53,6 +53,18 @@ _NEW_CLAUSE = re.compile(r",|\b(?:it|we|they)\b", re.I)
 # "CPU fallback removed": the negation comes after the phrase.
 _UNDONE = re.compile(
     r"\s*(?:\w+\s+){0,2}(?:removed|removal|gone|eliminated|dropped|deleted|replaced|is\s+an?\s+error)", re.I
+)
+# "X was falling back to the CPU": the old behaviour the change removes.
+_HISTORY = re.compile(r"\b(?:was|were|used\s+to|previously|formerly|had\s+been|before\s+this)\b", re.I)
+# "Falls through to the existing CPU path when param.is_cpu()": CPU inputs take the CPU path.
+_CPU_INPUTS = re.compile(
+    r"^[^.;]{0,20}?\b(?:when|if|for)\b[^;]{0,30}?(?:is_cpu\(\)|\bon\s+(?:the\s+)?cpu\b"
+    r"|\bcpu\s+(?:tensors?|inputs?|params?|parameters?|data))",
+    re.I,
+)
+# "automatic fallback to the scalar kernel": a fallback from one GPU path to another.
+_TO_THE_GPU = re.compile(
+    r"^\s*(?:to|on)\s+(?:the\s+|a\s+|an\s+)?(?:[\w-]+\s+){0,2}?(?:[\w-]*kernels?|gpu|cuda|ptx)\b", re.I
 )
 _OPT_IN = re.compile(r"\bopt[- ]?in\b|\bgated\s+(?:by|behind)\b|_ENABLE_\w*FALLBACK\b", re.I)
 
@@ -91,7 +103,11 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
                 continue
             before = sentence.text[max(0, found.start() - 40) : found.start()]
             after = sentence.text[found.end() : found.end() + 40]
-            if _negated(before, found.group()) or _UNDONE.match(after):
+            if (
+                _negated(before, found.group())
+                or _UNDONE.match(after)
+                or _said_of_no_fallback(before, found, after)
+            ):
                 break
             yield Hit(
                 sentence.line,
@@ -100,6 +116,17 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
                 f'GPU; returns Err(GpuError::...) when the GPU is not available".',
             )
             break
+
+
+def _said_of_no_fallback(before: str, found: re.Match[str], after: str) -> bool:
+    """History ("was falling back"), the CPU path for CPU inputs, or a fallback that
+    stays on the GPU: none presents a CPU fallback as the behaviour now."""
+    clause = before[max((m.end() for m in _NEW_CLAUSE.finditer(before)), default=0) :]
+    return bool(
+        _HISTORY.search(clause)
+        or _CPU_INPUTS.match(after)
+        or (not re.search(r"\b(?:cpu|host)\b", found.group(), re.I) and _TO_THE_GPU.match(after))
+    )
 
 
 def _negated(before: str, phrase: str) -> bool:
