@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from app.checks.prose import STOP_WORDS, subject_words
+from app.checks.prose import NOT_DONE_WORK, STOP_WORDS, subject_words
 
 # One item: a single name, maybe `Type::method` or `name()`, maybe followed by a
 # parenthetical that says more about it ("softmax (two-pass tree reduce)").
@@ -38,13 +38,8 @@ _HEAD_DONE = re.compile(
     r"|kernels|ops|sites|dispatch(?:es|ed)?|routed|enumerated|expand(?:s|ed)?|covers?|covered)\b",
     re.I,
 )
-_NOT_DONE = re.compile(
-    r"\b(?:not|no|never|without|cannot|can't|doesn't|don't|isn't|aren't|won't|yet|todo|planned|plan"
-    r"|will|would|should|could|might|future|follow[- ]?ups?|previously|was|were|pre-?existing|already"
-    r"|removed?|deleted?|revert(?:ed|s)?|instead of|rather than|out of scope|tests?|skipped|ignored?"
-    r"|cpu|host|e\.g|such as|like)\b",
-    re.I,
-)
+# Besides what is not done work at all, a list of examples or of CPU work.
+_NOT_DONE = re.compile(rf"{NOT_DONE_WORK.pattern}|\b(?:cpu|host|e\.g|such as|like)\b", re.I)
 # "feat(gpu,serialize,llama): ": the scopes of a conventional commit are no list of ops.
 _COMMIT_PREFIX = re.compile(r"^\w+\([^)]*\)!?:\s*")
 # Clauses of a sentence or a title ("PTX module cache ... + make Softplus/ELU/Mish
@@ -61,7 +56,6 @@ _NOT_OPS_AFTER = re.compile(
     r"|flags?|tests?|bindings?|variants?|enums?|traits?|modules?|crates?|files?)\b",
     re.I,
 )
-_HELPERS = re.compile(r"\bhelpers?\b", re.I)
 # Accessors and constructors are plumbing, not GPU ops.
 _PLUMBING = re.compile(r"^(?:is|has|get|set|with|new|from|into|as|to)(?:_|$)")
 # Words that list dtypes, devices or places rather than ops.
@@ -95,7 +89,7 @@ def enumerated_subjects(text: str, head_about_gpu: bool) -> list[tuple[str, bool
         # A GPU word inside the list is one of its items ("..., GRU, f64 GPU"), no context.
         rest = text[clause_start : listing.start()] + text[listing.end() : clause_end]
         about_gpu = head_about_gpu or bool(_GPU_WORD.search(rest))
-        if not claimed and not (about_gpu and not _NOT_DONE.search(rest) and not _HELPERS.search(rest)):
+        if not claimed and not (about_gpu and not _NOT_DONE.search(rest)):
             continue
         for name in _items(listing.group()):
             found.setdefault(name, not claimed)

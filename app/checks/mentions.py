@@ -20,24 +20,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from app.checks.claims import Claim
-from app.checks.prose import Sentence, subject_words
+from app.checks.prose import NOT_DONE_WORK, Sentence, subject_words
 from app.checks.workspace import IndexedFunction
 
 _IDENTIFIER = re.compile(r"(?<![\w:])[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
 _DISTINCTIVE = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|::|[a-z][A-Z]")
 _KERNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9]*_\w+")
 _BACKEND_PREFIX = re.compile(r"^(?:gpu|cuda|cu|wgpu|metal|mtl)_", re.I)
-# A sentence that denies, plans, recounts the past, reports tests or tidies code does
-# not claim the names in it.
-_NOT_DONE_WORK = re.compile(
-    r"\b(?:not|no|never|without|cannot|can't|doesn't|don't|isn't|aren't|won't|yet|todo|fixme|planned"
-    r"|plan|will|would|should|could|might|future|follow[- ]?ups?|previously|formerly|used to|was|were"
-    r"|unchanged|untouched|kept|pre-?existing|already|removed?|deleted?|deprecated|revert(?:ed|s)?"
-    r"|instead of|rather than|out of scope|skips?|skipped|ignored?|tests?|probes?|benchmarks?"
-    r"|renam\w*|refactor\w*|typos?|comments?|docs?|documentation|formatting|clippy|lint"
-    r"|private|helpers?|converters?|accessors?|diagnostics?)\b",
-    re.I,
-)
 # Names of GPU work appear next to these words; a sentence without one (and under a
 # title or list head without one) talks about something else, e.g. a cache flag.
 _GPU_CONTEXT = re.compile(
@@ -126,7 +115,7 @@ def mentioned_claims(
         text = sentence.with_code or sentence.text
         if not sentence.bullet:
             head_is_gpu = bool(_GPU_CONTEXT.search(text))
-        if sentence.line in planned or _NOT_DONE_WORK.search(text):
+        if sentence.line in planned or NOT_DONE_WORK.search(text):
             continue
         gpu_context = _GPU_CONTEXT.search(text) or (sentence.bullet and head_is_gpu) or title_is_gpu
         if not gpu_context:

@@ -80,6 +80,17 @@ def _plain(text: str, keep_code: bool = False) -> str:
     return " ".join(text.split())
 
 
+# A sentence that denies, plans, recounts the past, reports tests or tidies code does
+# not claim the names in it.
+NOT_DONE_WORK = re.compile(
+    r"\b(?:not|no|never|without|cannot|can't|doesn't|don't|isn't|aren't|won't|yet|todo|fixme|planned"
+    r"|plan|will|would|should|could|might|future|follow[- ]?ups?|previously|formerly|used to|was|were"
+    r"|unchanged|untouched|kept|pre-?existing|already|removed?|deleted?|deprecated|revert(?:ed|s)?"
+    r"|instead of|rather than|out of scope|skips?|skipped|ignored?|tests?|probes?|benchmarks?"
+    r"|renam\w*|refactor\w*|typos?|comments?|docs?|documentation|formatting|clippy|lint"
+    r"|private|helpers?|converters?|accessors?|diagnostics?|rustdoc|signatures?|refined|guards?)\b",
+    re.I,
+)
 _WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])|\d+")
 STOP_WORDS = frozenset(
     """a an the and or of for to on in into with by from at as is are was were be been it its this

@@ -53,6 +53,11 @@ class SourceFile:
 Key = tuple[str, ...]
 
 
+# The crates that talk to a GPU driver: a call through one of their paths is GPU work.
+_GPU_CRATE_PATH = re.compile(
+    r"^(?:cudarc|cust|cuda_sys|cuda_driver_sys|cuda_runtime_sys|cudnn\w*|cublas\w*|cufft\w*|cusparse\w*"
+    r"|cusolver\w*|nccl\w*|wgpu|metal|objc2_metal|cubecl\w*|hip\w*|ash|vulkano|ocl|opencl\w*)(?:::|$)"
+)
 _CUBE_LAUNCHERS = frozenset({"launch", "launch_unchecked"})
 
 
@@ -187,6 +192,8 @@ class Workspace:
             return False
         if _ACCESSOR.match(call.name) or gpu_code.TRANSFER_NAME.search(call.name):
             return False
+        if _GPU_CRATE_PATH.match(call.qualifier):
+            return True  # `cudarc::driver::result::mem_get_info()`: the driver API itself
         owner = call.qualifier.rsplit("::", 1)[-1]
         gpu_owner = gpu_code.GPU_TYPE_NAME.search(owner) and not _PLAIN_TYPE.search(owner)
         return bool(gpu_code.GPU_NAME.search(call.name) or gpu_owner)
