@@ -126,7 +126,8 @@ _HOST = re.compile(r"\b(?:cpu|host)\b", re.I)  # "moved GPU tensors to CPU" clai
 _NOT_A_SUBJECT = re.compile(
     r"\s*(?:\d(?!-?d\b)|(?:one|two|three|four|five|six|seven|eight|nine|ten|dozens?)\b|in\b|on\b|for\b|when\b|via\b|to\b|at\b|is\b|are\b|over\b|by\b|with\b|from\b|as\b"
     r"|through\b|into\b|onto\b|more\b|others?\b|etc\b|this\b|that\b|it\b|result|tensor\b(?!::)|output|input|data\b|end-to-end|next\b|done\b|todo\b|tests?\b"
-    r"|changes?\b|summary\b|notes?\b|status\b|rs\b|add(?:s|ed)?\b|implement\w*|port(?:s|ed)?\b|wire\w*|new\b)",
+    r"|changes?\b|summary\b|notes?\b|status\b|rs\b|add(?:s|ed)?\b|implement\w*|port(?:s|ed)?\b|wire\w*|new\b"
+    r"|(?:interfaces?|traits?|apis?|surfaces?)\s*$|\w+ly\s*$)",  # "dispatch interface", "cleanly"
     re.I,
 )
 _ITEM = r"(?:[\w<>\-/.]|::)+(?:\s*\([^)]*\))?"  # one name, maybe with a parenthetical

@@ -88,7 +88,7 @@ NOT_DONE_WORK = re.compile(
     r"|unchanged|untouched|kept|pre-?existing|already|removed?|deleted?|deprecated|revert(?:ed|s)?"
     r"|instead of|rather than|out of scope|skips?|skipped|ignored?|tests?|probes?|benchmarks?"
     r"|renam\w*|refactor\w*|typos?|comments?|docs?|documentation|formatting|clippy|lint"
-    r"|private|helpers?|converters?|accessors?|diagnostics?|rustdoc|signatures?|refined|guards?)\b",
+    r"|private|helpers?|converters?|accessors?|diagnostics?|rustdoc|signatures?|refined|guards?|unwrap\w*|panics?)\b",
     re.I,
 )
 _WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])|\d+")
