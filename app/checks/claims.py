@@ -11,7 +11,7 @@ from app.checks.engine import HOST_DETOUR_RULES
 from app.checks.enumerations import enumerated_subjects
 from app.checks.gpu_tests import gpu_test_reach, is_gpu_test
 from app.checks.model import Finding
-from app.checks.prose import Sentence, names_subject, subject_words
+from app.checks.prose import NAME_FAMILY, Sentence, names_subject, subject_words
 from app.checks.rules import disabled_gpu_test
 from app.checks.workspace import IndexedFunction, Workspace
 
@@ -333,6 +333,7 @@ def _names_something(subject: str) -> bool:
         and not _NOT_A_SUBJECT.match(subject)
         and not _TEST_NAME.search(subject)
         and not _ENDS_WITH_PREPOSITION.search(subject)
+        and not NAME_FAMILY.fullmatch(subject)
     )
 
 

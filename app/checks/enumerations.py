@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from app.checks.prose import NOT_DONE_WORK, STOP_WORDS, subject_words
+from app.checks.prose import NAME_FAMILY, NOT_DONE_WORK, STOP_WORDS, subject_words
 
 # One item: a single name, maybe `Type::method` or `name()`, maybe followed by a
 # parenthetical that says more about it ("softmax (two-pass tree reduce)").
@@ -58,8 +58,6 @@ _NOT_OPS_AFTER = re.compile(
 )
 # Accessors and constructors are plumbing, not GPU ops.
 _PLUMBING = re.compile(r"^(?:is|has|get|set|with|new|from|into|as|to)(?:_|$)")
-# "gpu_svd_, gpu_qr_": the prefix of a family of functions, no one op.
-_NAME_FAMILY = re.compile(r"\w+_\w*_")
 # Words that list dtypes, devices or places rather than ops.
 _NOT_AN_OP = frozenset(
     """cpu gpu host device cuda wgpu metal rocm vulkan f16 bf16 f32 f64 i32 i64 u8 u16 u32 u64 half
@@ -119,5 +117,5 @@ def _is_op_name(name: str) -> bool:
         and not all(w in _NOT_AN_OP or w in STOP_WORDS for w in words)
         and name.lower() not in _NOT_AN_OP
         and not _PLUMBING.match(name)
-        and not _NAME_FAMILY.fullmatch(name)
+        and not NAME_FAMILY.fullmatch(name)
     )

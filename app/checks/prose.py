@@ -82,6 +82,8 @@ def _plain(text: str, keep_code: bool = False) -> str:
 
 # A sentence that denies, plans, recounts the past, reports tests or tidies code does
 # not claim the names in it.
+# "gpu_svd_, gpu_qr_": the prefix of a family of functions names no one op.
+NAME_FAMILY = re.compile(r"\w+_\w*_")
 NOT_DONE_WORK = re.compile(
     r"\b(?:not|no|never|without|cannot|can't|doesn't|don't|isn't|aren't|won't|yet|todo|fixme|planned"
     r"|plan|will|would|should|could|might|future|follow[- ]?ups?|previously|formerly|used to|was|were"
