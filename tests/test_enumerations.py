@@ -124,3 +124,10 @@ def test_a_changed_kernel_source_changes_the_functions_that_launch_it() -> None:
         [source], RepoConfig(), {"src/kernels.rs": frozenset({20})}, "", "Implemented LOG_F64_PTX on the GPU."
     )
     assert [c.functions for c in untouched.claims] == [[]]  # unverifiable: the diff changed no kernel
+
+
+def test_an_item_of_a_kernel_list_may_name_its_kernel_in_words() -> None:
+    body = "Activation GPU kernels (2 new PTX kernels):\n\n- Scale forward (one pass)\n- Roll forward + backward\n"
+    # "Scale" names the changed gpu_scale; nothing the diff changes is a roll, and an
+    # item in words claims only what it names.
+    assert claimed(body) == {"Scale": True}

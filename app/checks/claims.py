@@ -113,6 +113,8 @@ _SECTION_HEAD = re.compile(
 _ON_DEVICE = re.compile(
     rf"\b(?:{_RESIDENT_ADJ})\b|\bon\s+(?:the\s+)?(?:\w+'?s?\s+)?(?:device|gpu|cuda)\b", re.I
 )
+# The words an item of a kernel list starts with, before its explanation.
+_ITEM_HEAD = re.compile(r"^[A-Za-z][\w+/ -]{0,60}?(?=\s*(?:[(:;,.]|\s[—–-]\s|$))")
 _LEADING_NAME = re.compile(r"^\W*(?P<name>[A-Za-z_]\w*_\w*|[A-Z]\w*::\w+)(?=[\s:,(\[-]|$)")
 # What turns a sentence into a negation, a plan or one of the spec's underclaims.
 _NOT_A_CLAIM = re.compile(
@@ -206,6 +208,13 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
             if listing == "names" and first and named:
                 claims.append(Claim(text, named.group("name"), sentence.line))
                 continue
+            if listing == "names" and first:
+                # "- ELU forward + backward (with alpha)": the item names the kernel in words.
+                item = _ITEM_HEAD.match(text)
+                subjects = _subjects(item.group()) if item else []
+                if subjects:
+                    claims.extend(Claim(text, subject, sentence.line, soft=True) for subject in subjects)
+                    continue
         else:
             listing = _list_kind(sentence)
         if not sentence.bullet:
