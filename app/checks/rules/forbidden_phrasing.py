@@ -76,7 +76,10 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     available, CPU otherwise", "falls back to CPU", "best-effort GPU support",
     "graceful CPU fallback". Text in code blocks and quotes is ignored, and so are
     negations ("no longer falls back to the CPU") and the allowed vocabulary ("opt-in
-    CPU fallback gated by FERROTORCH_ENABLE_GPU_FALLBACK").
+    CPU fallback gated by FERROTORCH_ENABLE_GPU_FALLBACK"), and so are history ("the
+    reduction was falling back to the host before this change"), the CPU path taken
+    for CPU inputs ("falls through to the CPU path when `param.is_cpu()`") and a
+    fallback from one GPU kernel to another ("automatic fallback to the scalar kernel").
 
     ## Why is this bad?
     Spec Step 3, "Honest reporting vocabulary": these phrasings hide the

@@ -14,6 +14,8 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     Flags a per-op GPU function that copies its data (or partial results) back to
     the host, finishes on the CPU, and uploads the result again: a host round trip
     on every call. A `synchronize()` followed by `.to_vec()` counts as a readback.
+    So does an op with no launch of its own whose runner uploads the inputs,
+    launches, and hands the result back as a `Vec` (`portable_sub` calling `run_sub`).
 
     ## Why is this bad?
     Spec Step 2 #7: every call stalls the stream and crosses PCIe twice, so the

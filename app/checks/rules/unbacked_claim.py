@@ -19,7 +19,9 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     claim backed only when those functions have backend evidence (4a), no CPU
     detour or fallback (4b, Step 3), no stub residue (4c) and a GPU test that
     reaches them (4d). A claim that names nothing the diff changes is reported as
-    unverifiable.
+    unverifiable. Each op of a list is a claim of its own ("GPU kernels for div,
+    exp, log"), and so is a changed GPU function the description names as done
+    work (`gpu_softmax`, `SigmoidBackward`, a kernel source such as `LOG_F64_PTX`).
 
     ## Why is this bad?
     Spec Step 5: "Never use 'implemented', 'added GPU support', 'GPU-accelerated',
