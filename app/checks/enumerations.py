@@ -13,7 +13,15 @@ from __future__ import annotations
 
 import re
 
-from app.checks.prose import NAME_FAMILY, NOT_DONE_WORK, STOP_WORDS, subject_words
+from app.checks.prose import (
+    GPU_WORD,
+    MEANS_BEFORE,
+    NAME_FAMILY,
+    NOT_DONE_WORK,
+    PLUMBING_NAME,
+    STOP_WORDS,
+    subject_words,
+)
 
 # One item: a single name, maybe `Type::method` or `name()`, maybe followed by a
 # parenthetical that says more about it ("softmax (two-pass tree reduce)").
@@ -28,11 +36,6 @@ _SLASH_LIST = re.compile(rf"(?<![\w./-]){_NAME}(?:\s?/\s?{_NAME})+(?![\w/-]|\.\w
 # What introduces a list of done GPU work: a colon or a dash after a head that names
 # the GPU and says what was done or built.
 _HEAD_END = re.compile(r"(?::|\s[—–-])\s*$")
-_GPU_WORD = re.compile(
-    r"\b(?:gpu|cuda|ptx|cubecl|wgpu|kernels?|on-device|device-resident|cublas\w*|cudnn|cusolver|cusparse"
-    r"|cufft|nccl|msl|metal|mps|hip|rocm|vulkan|wgsl|tensor cores?)\b|Gpu[A-Z]",
-    re.I,
-)
 _HEAD_DONE = re.compile(
     r"\b(?:wired|added|adds?|implemented|implements?|ported|ports?|landed|new|wrote|written|built"
     r"|kernels|ops|sites|dispatch(?:es|ed)?|routed|enumerated|expand(?:s|ed)?|covers?|covered)\b",
@@ -45,10 +48,6 @@ _COMMIT_PREFIX = re.compile(r"^\w+\([^)]*\)!?:\s*")
 # Clauses of a sentence or a title ("PTX module cache ... + make Softplus/ELU/Mish
 # differentiable" is two statements).
 _CLAUSE = re.compile(r"(?:\s\+\s|;\s)(?![^()]*\))")  # not inside parentheses
-# "around shared run_unary / run_binary helpers": names after these are the means.
-_MEANS = re.compile(
-    r"\b(?:via|through|using|by|reuses?|existing|around|shared|calls?)\s+(?:the\s+)?(?:[\w-]+\s+)?$", re.I
-)
 # "Fork/join API", "begin/end/launch surface", "CooTensor / CsrTensor format-conversion
 # methods": a list followed by one of these names parts of an interface, not GPU ops.
 _NOT_OPS_AFTER = re.compile(
@@ -56,8 +55,6 @@ _NOT_OPS_AFTER = re.compile(
     r"|flags?|tests?|bindings?|variants?|enums?|traits?|modules?|crates?|files?)\b",
     re.I,
 )
-# Accessors and constructors are plumbing, not GPU ops.
-_PLUMBING = re.compile(r"^(?:is|has|get|set|with|new|from|into|as|to)(?:_|$)")
 # Words that list dtypes, devices or places rather than ops.
 _NOT_AN_OP = frozenset(
     """cpu gpu host device cuda wgpu metal rocm vulkan f16 bf16 f32 f64 i32 i64 u8 u16 u32 u64 half
@@ -79,16 +76,16 @@ def enumerated_subjects(text: str, head_about_gpu: bool) -> list[tuple[str, bool
         ):
             continue  # "X, Y" is too often two clauses; a list has three items
         before, after = text[: listing.start()], text[listing.end() :]
-        if _NOT_DONE.search(before) or _MEANS.search(before) or _NOT_OPS_AFTER.match(after):
+        if _NOT_DONE.search(before) or MEANS_BEFORE.search(before) or _NOT_OPS_AFTER.match(after):
             continue
         # The head may span clauses ("sites enumerated + wired: A, B, C"); the context
         # of a list in running text is its own clause.
-        claimed = bool(_HEAD_END.search(before) and _GPU_WORD.search(before) and _HEAD_DONE.search(before))
+        claimed = bool(_HEAD_END.search(before) and GPU_WORD.search(before) and _HEAD_DONE.search(before))
         clause_start = max((m.end() for m in _CLAUSE.finditer(before)), default=0)
         clause_end = next((listing.end() + m.start() for m in _CLAUSE.finditer(after)), len(text))
         # A GPU word inside the list is one of its items ("..., GRU, f64 GPU"), no context.
         rest = text[clause_start : listing.start()] + text[listing.end() : clause_end]
-        about_gpu = head_about_gpu or bool(_GPU_WORD.search(rest))
+        about_gpu = head_about_gpu or bool(GPU_WORD.search(rest))
         if not claimed and not (about_gpu and not _NOT_DONE.search(rest)):
             continue
         for name in _items(listing.group()):
@@ -116,6 +113,6 @@ def _is_op_name(name: str) -> bool:
         and bool(words)
         and not all(w in _NOT_AN_OP or w in STOP_WORDS for w in words)
         and name.lower() not in _NOT_AN_OP
-        and not _PLUMBING.match(name)
+        and not PLUMBING_NAME.match(name)
         and not NAME_FAMILY.fullmatch(name)
     )

@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from app.checks.claims import Claim
-from app.checks.prose import NOT_DONE_WORK, Sentence, subject_words
+from app.checks.prose import GPU_WORDS, MEANS_BEFORE, NOT_DONE_WORK, PLUMBING_NAME, Sentence, subject_words
 from app.checks.workspace import IndexedFunction
 
 _IDENTIFIER = re.compile(r"(?<![\w:])[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
@@ -29,17 +29,7 @@ _KERNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9]*_\w+")
 _BACKEND_PREFIX = re.compile(r"^(?:gpu|cuda|cu|wgpu|metal|mtl)_", re.I)
 # Names of GPU work appear next to these words; a sentence without one (and under a
 # title or list head without one) talks about something else, e.g. a cache flag.
-_GPU_CONTEXT = re.compile(
-    r"\b(?:gpus?|cuda|kernels?|ptx|device|on-device|cublas\w*|cusolver|cusparse|cufft|cudnn|nccl|msl|metal"
-    r"|mps|wgpu|cubecl|vulkan|tensor cores?|launch\w*|backward)\b",
-    re.I,
-)
-# "reuses the kernel via ptx_f32_to_f64": a name after these words is the means, not the claim.
-_MEANS = re.compile(
-    r"\b(?:via|through|using|by|reuses?|existing|helpers?|calls?)\s+(?:the\s+|a\s+|an\s+)?$", re.I
-)
-# Accessors and constructors are plumbing, not GPU ops, unless they launch work.
-_PLUMBING = re.compile(r"^(?:is|has|get|set|with|new|from|into|as|to)(?:_|$)")
+_GPU_CONTEXT = re.compile(rf"\b(?:{GPU_WORDS}|device|launch\w*|backward)\b|Gpu[A-Z]", re.I)
 # The method an op type (an autograd node, a kernel, a module) exists for.
 _OP_METHOD = re.compile(r"^(?:backward|forward|apply|call|launch|execute|run|compute|step)$")
 # A heading after which the items are plans or gaps, not done work.
@@ -53,7 +43,7 @@ _PLAN_HEAD = re.compile(
 def _is_gpu_op(function: IndexedFunction) -> bool:
     if function.support_code or function.cpu_build:
         return False
-    if _PLUMBING.match(function.fn.name):
+    if PLUMBING_NAME.match(function.fn.name):
         return bool(function.direct_evidence)
     return bool(function.claim or function.evidence or function.gpu_location)
 
@@ -122,7 +112,7 @@ def mentioned_claims(
             continue
         for mention in _IDENTIFIER.finditer(text):
             identifier = mention.group()
-            if not _DISTINCTIVE.search(identifier) or _MEANS.search(text[: mention.start()]):
+            if not _DISTINCTIVE.search(identifier) or MEANS_BEFORE.search(text[: mention.start()]):
                 continue
             functions = names.get(identifier.lower(), [])
             words = set(subject_words(identifier)) or {identifier.lower()}

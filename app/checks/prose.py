@@ -82,6 +82,21 @@ def _plain(text: str, keep_code: bool = False) -> str:
 
 # A sentence that denies, plans, recounts the past, reports tests or tidies code does
 # not claim the names in it.
+# Words that say a sentence is about GPU work: the backends, their libraries, kernels.
+GPU_WORDS = (
+    r"gpus?|cuda|ptx|cubecl|wgpu|kernels?|on-device|device-resident|cublas\w*|cudnn|cusolver|cusparse"
+    r"|cufft|nccl|msl|metal|mps|hip|rocm|vulkan|wgsl|tensor cores?"
+)
+GPU_WORD = re.compile(rf"\b(?:{GPU_WORDS})\b|Gpu[A-Z]", re.I)
+# Accessors and constructors are plumbing, not GPU ops, unless they launch work.
+PLUMBING_NAME = re.compile(r"^(?:is|has|get|set|with|new|from|into|as|to)(?:_|$)")
+# "reuses the kernel via ptx_f32_to_f64", "via device-resident dot / scale": a name
+# after these words is the means of the work, not the work claimed.
+MEANS_BEFORE = re.compile(
+    r"\b(?:via|through|using|by|reuses?|existing|helpers?|calls?|around|shared)\s+(?:the\s+|a\s+|an\s+)?"
+    r"(?:[\w-]+\s+)?$",
+    re.I,
+)
 # "gpu_svd_, gpu_qr_": the prefix of a family of functions names no one op.
 NAME_FAMILY = re.compile(r"\w+_\w*_")
 NOT_DONE_WORK = re.compile(
