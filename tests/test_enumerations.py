@@ -131,3 +131,8 @@ def test_an_item_of_a_kernel_list_may_name_its_kernel_in_words() -> None:
     # "Scale" names the changed gpu_scale; nothing the diff changes is a roll, and an
     # item in words claims only what it names.
     assert claimed(body) == {"Scale": True}
+
+
+def test_a_nested_parenthetical_is_part_of_its_item() -> None:
+    found = claimed("Added GPU kernels for three more ops: scale, roll, and shift (as x + (1 - exp(-y))).")
+    assert found == {"scale": True, "roll": False, "shift": False}

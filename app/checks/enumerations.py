@@ -61,7 +61,7 @@ _NOT_AN_OP = frozenset(
     float double int dtype dtypes shape shapes rs src tests test docs readme changelog in out forward
     backward inverse""".split()
 )
-_PARENTHETICAL = re.compile(r"\s*\([^()]*\)")
+_PARENTHETICAL = re.compile(rf"\s*{_PARENS}")
 
 
 def enumerated_subjects(text: str, head_about_gpu: bool) -> list[tuple[str, bool]]:
