@@ -62,10 +62,10 @@ _QUERY = """
 _HANDLER_METHODS = {"unwrap_or_else", "or_else", "map_or_else", "unwrap_or", "map_err"}
 
 _CALL_RE = re.compile(rb"\b([A-Za-z_]\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\(")
-# `Type { field: .. }` or `path::Type::<T> { .. }`: a struct literal builds a value of Type.
 # `dispatch_binary!(rt, kernels::run_add, ..)`, `.map(ops::relu)`: a path to a function
 # handed on as a value is called where it is handed to.
 _FN_PATH_RE = re.compile(rb"(?<![\w:])((?:[a-z_]\w*::)+)([a-z_]\w*)\b(?!\s*(?:[(!<]|::))")
+# `Type { field: .. }` or `path::Type::<T> { .. }`: a struct literal builds a value of Type.
 _STRUCT_LITERAL_RE = re.compile(rb"(?<![\w])([A-Z]\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\{")
 _GENERIC_ARGS = re.compile(rb"<[^<>]*>")
 _DOUBLED_SEPARATOR = re.compile(rb"::(?:\s*::)+")
