@@ -136,3 +136,30 @@ def test_an_item_of_a_kernel_list_may_name_its_kernel_in_words() -> None:
 def test_a_nested_parenthetical_is_part_of_its_item() -> None:
     found = claimed("Added GPU kernels for three more ops: scale, roll, and shift (as x + (1 - exp(-y))).")
     assert found == {"scale": True, "roll": False, "shift": False}
+
+
+DEVICE_TESTS = """
+    fn scale_checks(device: &Device) -> Result<()> {
+        let dev = CudaDevice::new(0).expect("a CUDA device");
+        let x = dev.htod_copy(vec![1.0f32; 4]).unwrap();
+        gpu_scale(&x, &dev)
+    }
+    test_device!(scale_checks, scale_checks_cpu, scale_checks_gpu, scale_checks_metal);
+    impl_op!(scale_checks, scale_checks_twice);
+    """
+
+
+def test_a_test_macro_over_a_function_generates_the_tests_it_names() -> None:
+    names = [(fn.name, fn.attrs) for fn in extract(textwrap.dedent(DEVICE_TESTS).encode()).functions]
+    # test_device! writes the three tests, each calling scale_checks; impl_op! over an
+    # existing function is a macro of unknown meaning and adds nothing.
+    assert names == [
+        ("scale_checks", ()),
+        ("scale_checks_cpu", ("#[test]",)),
+        ("scale_checks_gpu", ("#[test]",)),
+        ("scale_checks_metal", ("#[test]",)),
+    ]
+    files = {"src/lib.rs": KERNEL, "tests/ops.rs": DEVICE_TESTS}
+    assert [(c.subject, c.backed) for c in run_review(files, body="Implemented scale on the GPU.").claims] == [
+        ("scale", True)
+    ]

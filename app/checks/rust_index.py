@@ -32,7 +32,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "16"
+EXTRACTOR_VERSION = "17"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 
@@ -448,42 +448,64 @@ def _attributes(node: Node) -> tuple[list[str], list[str], int]:
 
 # `define_portable_binary!(portable_div, run_div);` at item level: a macro that
 # generates a function named by its first argument from the functions it names next.
+# `test_device!(rope, rope_cpu, rope_gpu, rope_metal);`: a test macro whose first
+# argument is a function of the file generates the tests the others name, each
+# calling it.
 _GENERATOR_ARGS = re.compile(rb"^\(\s*([a-z_][a-z0-9_]*)\s*((?:,\s*[A-Za-z_][\w:]*\s*)+),?\s*\)$")
 _ARG_NAME = re.compile(rb"[A-Za-z_][\w:]*")
 
 
-def _generated_function(node: Node, args: Node, blank: bytes) -> Function | None:
-    """The function an item-level generator macro defines, calling the functions it is
-    given: without it, everything behind such macros would be unreachable to the
-    call graph (tests call `portable_div`, which no `fn` defines)."""
+def _generated_functions(
+    node: Node, name_node: Node, args: Node, blank: bytes, defined: set[str]
+) -> list[Function]:
+    """The functions an item-level macro of one of those two shapes defines: without
+    them, everything behind such macros would be unreachable to the call graph (tests
+    call `portable_div`, which no `fn` defines; `fn rope` is called only by the
+    tests `test_device!` writes)."""
     text = blank[args.start_byte : args.end_byte]
     found = _GENERATOR_ARGS.match(text)
     if found is None:
-        return None
+        return []
     item = node.parent if node.parent is not None and node.parent.type == "expression_statement" else node
     attrs, doc, first_line = _attributes(item)
     scope = _Scope(item)
-    fn = Function(
-        name=found.group(1).decode(),
-        impl_type=scope.impl_type,
-        trait=scope.trait,
-        modules=scope.modules,
-        attrs=tuple(attrs),
-        outer_attrs=scope.outer_attrs,
-        params="",
-        ret="",
-        line=first_line,
-        fn_line=node.start_point.row + 1,
-        end_line=node.end_point.row + 1,
-        body_line=args.start_point.row + 1,
-        text=text,
-        doc=tuple(doc),
-    )
-    offset = found.start(2)
-    for callee in _ARG_NAME.finditer(found.group(2)):
-        qualifier, _, name = callee.group().decode().rpartition("::")
-        fn.calls.append(Call(name, qualifier, False, offset + callee.start()))
-    return fn
+
+    def generated(name: str, extra_attrs: tuple[str, ...]) -> Function:
+        return Function(
+            name=name,
+            impl_type=scope.impl_type,
+            trait=scope.trait,
+            modules=scope.modules,
+            attrs=(*attrs, *extra_attrs),
+            outer_attrs=scope.outer_attrs,
+            params="",
+            ret="",
+            line=first_line,
+            fn_line=node.start_point.row + 1,
+            end_line=node.end_point.row + 1,
+            body_line=args.start_point.row + 1,
+            text=text,
+            doc=tuple(doc),
+        )
+
+    first = found.group(1).decode()
+    others = [(m.group().decode(), found.start(2) + m.start()) for m in _ARG_NAME.finditer(found.group(2))]
+    if first not in defined:
+        generator = generated(first, ())
+        for name, offset in others:
+            qualifier, _, callee = name.rpartition("::")
+            generator.calls.append(Call(callee, qualifier, False, offset))
+        return [generator]
+    if "test" not in _text(name_node, 200).lower():
+        return []  # a macro of unknown meaning over an existing function: nothing to add
+    tests = []
+    for name, _ in others:
+        if "::" in name or name in defined:
+            continue
+        test = generated(name, ("#[test]",))
+        test.calls.append(Call(first, "", False, found.start(1)))
+        tests.append(test)
+    return tests
 
 
 def extract(source: bytes) -> FileFacts:
@@ -642,11 +664,10 @@ def extract(source: bytes) -> FileFacts:
             functions[fi].macros.append(
                 Macro(name, qualifier, _text(args), node.start_byte - base, node.end_byte - base)
             )
-    functions.extend(
-        generated
-        for node, _, args in macros
-        if owner(node.start_byte) < 0 and (generated := _generated_function(node, args, blank))
-    )
+    defined = {fn.name for fn in functions}
+    for node, name_node, args in macros:
+        if owner(node.start_byte) < 0:
+            functions.extend(_generated_functions(node, name_node, args, blank, defined))
     for s in strings:
         fi = owner(s.start_byte)
         if fi >= 0:
