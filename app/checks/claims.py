@@ -11,7 +11,7 @@ from app.checks.engine import HOST_DETOUR_RULES
 from app.checks.enumerations import enumerated_subjects
 from app.checks.gpu_tests import gpu_test_reach, is_gpu_test
 from app.checks.model import Finding
-from app.checks.prose import NAME_FAMILY, Sentence, names_subject, subject_words
+from app.checks.prose import GPU_WORD, NAME_FAMILY, Sentence, names_subject, subject_words
 from app.checks.rules import disabled_gpu_test
 from app.checks.workspace import IndexedFunction, Workspace
 
@@ -102,7 +102,6 @@ _KERNEL_LIST_HEAD = re.compile(r"^.{0,160}\b(?:kernels?|primitives)\b.{0,160}:\s
 _COUNTED_HEAD = re.compile(r"\b\d+\s+[a-z][\w-]*s\b[^:]{0,80}:\s*", re.I)
 _LIST_SEPARATOR = r"(?:\s*,\s*(?:and\s+)?|\s+and\s+)"
 _NAME_LIST = re.compile(rf"(?:[A-Za-z_]\w*(?:::\w+)?{_LIST_SEPARATOR})+[A-Za-z_]\w*(?:::\w+)?\s*\.?\s*")
-_GPU_WORD = re.compile(r"\b(?:gpu|cuda|ptx|cubecl|wgpu|kernels?|on-device|device-resident)\b", re.I)
 # "Muon Pattern B (~300 LoC refactor):": the bullets under it speak of Muon; a GPU
 # statement there without a subject of its own is about it (soft: kept when it resolves).
 # The name must look like code or an acronym (KFAC, GpuUNet, Adam::step), not a word
@@ -193,7 +192,7 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
     for sentence in sentences:
         text = sentence.with_code or sentence.text
         if about_gpu is None:
-            about_gpu = bool(_GPU_WORD.search(text))
+            about_gpu = bool(GPU_WORD.search(text))
         members = _members(text, listing == "members" and sentence.bullet, about_gpu)
         if members:
             claims.extend(Claim(text, name, sentence.line, soft=True) for name in members)
@@ -220,7 +219,7 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
         if not sentence.bullet:
             head = _SECTION_HEAD.match(text)
             section = head.group("name") if head else ""
-            head_about_gpu = bool(_GPU_WORD.search(text))
+            head_about_gpu = bool(GPU_WORD.search(text))
         found = [
             claim
             for clause in re.split(r"\s*(?:;|\s+and\s+(?=(?:added|implemented|ported|moved)))\s*", text)
