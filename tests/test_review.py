@@ -11,8 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from app.checks.prose import sentences
+from app.checks.prose import sentences, words
+from app.checks.review import review
+from app.checks.rust_index import extract
+from app.checks.workspace import SourceFile
 from app.cli import main
+from app.config import RepoConfig
 from app.report.checkrun import GITHUB_TEXT_LIMIT, fit, render
 from tests.conftest import run_review
 
@@ -323,6 +327,15 @@ def test_review_body_file_and_bad_revision(tmp_path: Path, capsys: pytest.Captur
         ("feat: wire CUDA scale into the dispatch table", "", ["scale"]),  # the subject ends at "into"
         ("feat: add GPU dispatch for scale, shift and gather", "", ["scale", "shift", "gather"]),
         ("", "scale(): GPU dispatch via scale_f32 for f32 tensors.", ["scale"]),
+        # terse merge titles: the PR number is no part of the sentence
+        ("Scale implementation for cuda. (#747)", "", ["Scale"]),
+        ("", "Efficient implementation of `scale()` for `metal` (#2512)", ["scale"]),
+        ("fix: add missing gpu scale_* (#996)", "", ["scale_*"]),
+        ("Add the scale kernels.", "", ["scale"]),
+        ("Add the gather kernels.", "", []),  # "kernels" alone is a soft shape: gather is not changed
+        ("", "Add a test for the fast CPU kernel.", []),
+        ("Fast kernels.", "* Scale cuda bindings.\n* Metal kernel (part 1).", ["Scale"]),
+        ("", "Replaced with the device-aware path which uses scale_* kernels on GPU.", []),
     ],
 )
 def test_claim_shapes(title: str, body: str, subjects: list[str]) -> None:
@@ -526,3 +539,46 @@ def test_plural_of_a_generic_word_is_generic_too() -> None:
 )
 def test_a_device_statement_in_a_named_section_is_about_the_section(body: str, subjects: list[str]) -> None:
     assert [c.subject for c in run_review({"src/lib.rs": KERNEL}, body=body).claims] == subjects
+
+
+def test_a_changed_kernel_file_changes_the_functions_that_launch_it() -> None:
+    lib = """
+        pub const FILL: &str = include_str!(concat!(env!("OUT_DIR"), "/fill.ptx"));
+        pub fn ones(dev: &CudaDevice, n: usize) -> Result<CudaSlice<f32>, GpuError> {
+            let out = dev.alloc_zeros::<f32>(n)?;
+            let f = dev.get_or_load_func("fill_f32", FILL)?;
+            unsafe { f.launch(LaunchConfig::for_num_elems(n as u32), (&out, 1.0f32, n)) }?;
+            Ok(out)
+        }
+        """
+    sources = [SourceFile("src/lib.rs", extract(textwrap.dedent(lib).encode()))]
+    title = "fix: add missing gpu fill_* (#996)"
+    # The diff touches only the CUDA C file that FILL's PTX is built from.
+    result = review(sources, RepoConfig(), {"kernels/src/fill.cu": frozenset({3})}, title, "")
+    assert [(c.subject, [f.fn.name for f in c.functions]) for c in result.claims] == [("fill_*", ["ones"])]
+    assert [a.function.fn.name for a in result.answers] == ["ones"]
+    # A header is shared by every kernel: touching it changes no function of its own.
+    result = review(sources, RepoConfig(), {"kernels/src/cuda_utils.cuh": frozenset({1})}, title, "")
+    assert [(c.subject, c.functions) for c in result.claims] == [("fill_*", [])]
+
+
+def test_a_wrapper_of_a_tested_launcher_is_tested_through_it() -> None:
+    wrapper = """
+        impl Tensor {
+            pub fn scale(&self) -> Result<Tensor, GpuError> {
+                gpu_scale(&self.buf, &self.dev)?;
+                Ok(self.clone())
+            }
+        }
+        """
+    files = {"src/lib.rs": KERNEL, "src/tensor.rs": wrapper, "tests/gpu.rs": GPU_TEST}
+    assert claims_of("Implemented scale on the GPU.", files) == [("scale", True)]
+    untested = {"src/lib.rs": KERNEL, "src/tensor.rs": wrapper}
+    assert claims_of("Implemented scale on the GPU.", untested) == [("scale", False)]
+
+
+def test_words_keep_an_acronym_whole() -> None:
+    assert words("FILL") == ["fill"]
+    assert words("RMSNorm") == ["rms", "norm"]
+    assert words("GELU_F32_PTX") == ["gelu", "f", "32", "ptx"]
+    assert words("LayerNorm") == ["layer", "norm"]

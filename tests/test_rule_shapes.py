@@ -426,6 +426,52 @@ def test_evidence_is_followed_through_callees_across_files() -> None:
     assert "fake-gpu-function" not in found
 
 
+def test_evidence_does_not_flow_through_a_method_name_defined_on_many_types() -> None:
+    # `shape` is a method of seven types, one of which launches: a call to `.shape()`
+    # could be any of them, so it makes the round trip below no GPU work.
+    shapes = "".join(
+        f"impl T{i} {{ pub fn shape(&self) -> usize {{ self.0 }} }}\n" for i in range(6)
+    ) + """
+        impl Launcher {
+            pub fn shape(&self) -> usize {
+                unsafe { self.f.launch(cfg(), (self.n,)) }.unwrap();
+                self.n
+            }
+        }
+        """
+    files = {
+        "core/src/shapes.rs": shapes,
+        "core/src/ops.rs": """
+            pub fn gpu_scale(x: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<CudaBuffer<f32>> {
+                let n = x.shape();
+                let host = gpu_to_cpu(x, dev)?;
+                cpu_to_gpu(&host.iter().map(|v| v * n as f32).collect::<Vec<f32>>(), dev)
+            }
+            """,
+    }
+    assert "fake-gpu-function" in {f.rule for f in run_analysis(files).findings}
+
+
+def test_a_warning_field_that_names_the_op_names_the_kernel() -> None:
+    code = """
+        pub fn gpu_allreduce(t: &CudaBuffer<f32>, dev: &GpuDevice) -> GpuResult<CudaBuffer<f32>> {
+            match get_or_compile(ALLREDUCE_PTX, "ring") {
+                Ok(k) => launch_ring(k, t, dev),
+                Err(e) => {
+                    if std::env::var("FERROTORCH_ENABLE_GPU_FALLBACK").is_ok() {
+                        tracing::warn!(collective = %NAME, "host round trip; unset FERROTORCH_ENABLE_GPU_FALLBACK");
+                        return cpu_to_gpu(&allreduce_cpu(&gpu_to_cpu(t, dev)?), dev);
+                    }
+                    Err(GpuError::PtxCompileFailed { source: e })
+                }
+            }
+        }
+        """
+    assert "fallback-without-warn" in rules_found(code)
+    named = code.replace("collective = %NAME", 'collective = "allreduce"')
+    assert "fallback-without-warn" not in rules_found(named)
+
+
 def test_severity_can_be_changed_or_switched_off() -> None:
     code = VIOLATIONS["stub-residue: TODO over the GPU path"][1]
     raised = run_analysis({"src/lib.rs": code}, RepoConfig(severities={"stub-residue": "error"}))

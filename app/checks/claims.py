@@ -21,8 +21,13 @@ _DONE = (
     r"|routes|routed|dispatches|dispatched|wire|wired|wires|add|move|port|enable|bring|build|ship|land"
     r"|introduce|write|route|dispatch|migrate|migrated|migrates|unblocks?|unblocked)"
 )
-_TARGET = r"(?:the\s+)?(?:gpu|gpus|cuda|device|wgpu|cubecl|metal|accelerator)\b"
-_X = r"(?P<x>(?:[\w<>\-/+.,()' ]|::){2,80}?)"  # `::` joins a path (Tensor::amin), one `:` ends
+_TARGET = r"(?:the\s+)?`?(?:gpu|gpus|cuda|device|wgpu|cubecl|metal|vulkan|rocm|accelerator)\b`?"
+_BACKEND = r"(?:gpu|cuda|ptx|metal|wgpu|cubecl|vulkan|rocm)"  # the word that names a GPU backend
+# What an implementation of an op for a backend is called.
+_IMPLEMENTATION = r"(?:implementation|kernels?|support|bindings?|version|variant)"
+_X = r"(?P<x>(?:[\w<>\-/+.,()' ]|::|(?<=_)\*){2,80}?)"  # `::` joins a path (Tensor::amin), one `:` ends
+# A name of up to four words, all a title says before "implementation for cuda".
+_NAME_X = r"(?P<x>(?:[\w<>\-/.()']|::|(?<=_)\*)+(?:\s+(?:[\w<>\-/.()']|::|(?<=_)\*)+){0,3})"
 _END = (
     r"(?=\s*(?:[.;!,]|:(?!:)|$|\s+(?:with|using|via|and|so|which|that|for|on|in|into|onto"
     r"|eliminating|removing|replacing|avoiding)\b|\s+(?:—|-|\(|\[)))"
@@ -59,9 +64,11 @@ CLAIM_PATTERNS = tuple(
         rf"\b(?:gpu|cuda)\s+(?P<dir>forward|backward)\s+for\s+{_X}{_END}",
         rf"\bnative\s+(?:ptx|cuda|gpu)\s+{_X}{_END}",
         rf"\b(?:ptx|wgsl)\s+for\s+{_X}{_END}",  # kernel source is a kernel: "hand-written PTX for X"
+        rf"{_PREFIX}{_NAME_X}\s+{_IMPLEMENTATION}\s+(?:for|on|in)\s+{_TARGET}\s*[.!]?\s*$",
+        rf"\b{_IMPLEMENTATION}\s+(?:of|for)\s+{_X}\s+(?:for|on|in)\s+{_TARGET}",
         rf"\b{_X}\s+via\s+(?:cublas|cublaslt|cufft|cusolver|cudnn|nccl|cusparse|curand)\w*",
         rf"\b{_X}\s+(?:gpu|cuda)\s+acceleration\b",
-        rf"\b{_DONE}\s+(?:a\s+|an\s+|the\s+)?(?:gpu|cuda)\s+{_X}{_END}",
+        rf"\b{_DONE}\s+(?:a\s+|an\s+|the\s+)?(?:missing\s+)?(?:gpu|cuda)\s+{_X}{_END}",
         rf"\b{_X}\s+supports?\s+[^.;]{{0,30}}\bon\s+{_TARGET}",
         rf"^(?!{_COMMIT_TYPE}\b){_X}\s*:\s*(?:a\s+|an\s+)?(?:new\s+)?(?:ptx|cuda|gpu)\s+(?:kernel|dispatch|path)",
         rf"\b{_DONE}\s+(?P<x2>(?:gpu|cuda)_\w+)",
@@ -77,7 +84,10 @@ SOFT_CLAIM_PATTERNS = tuple(
         rf"\b{_X}\s*,?\s+on\s+{_TARGET}\s*[.!]?\s*$",
         rf"\b{_X}\s+(?:uses|use)\s+(?:the\s+)?(?:gpu|cuda)\b",
         rf"{_PREFIX}(?:native\s+)?(?:gpu|cuda|ptx)\s+{_X}\s+(?:kernels?|path|(?P<dir2>backward|forward))\b",
-        rf"{_PREFIX}(?P<done>{_DONE}\s+)?{_X}\s+(?:cuda|gpu|ptx)\s+(?:forward\s+|backward\s+)?(?:kernel|path)s?\b",
+        rf"{_PREFIX}(?P<done>{_DONE}\s+)?{_X}\s+{_BACKEND}\s+(?:forward\s+|backward\s+)?"
+        rf"(?:kernel|path|bindings?|implementation|variant)s?\b",
+        # "Add the where kernels.": in a GPU project a kernel is GPU code (kept when it resolves)
+        rf"{_PREFIX}{_DONE}\s+(?:the\s+|a\s+|an\s+)?(?:missing\s+|new\s+)?{_X}\s+kernels?\b(?!\s+(?:on|for)\s+(?:the\s+)?(?:cpu|host))",
         rf"(?:\b|\()(?:{_RESIDENT_ADJ})\)?\s+(?:[\w-]+\s+){{0,2}}?(?:paths?|kernels?|implementations?|versions?)"
         rf"\s+(?:for|of)\s+{_X}{_END}",
         rf"^\w+\((?P<scope>[\w-]+)\):\s*(?:{_RESIDENT_ADJ}|gpu|cuda)\s+(?:fast\s+)?(?:paths?|kernels?|support)\b",
@@ -350,16 +360,15 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
     missing (empty when the claim is backed)."""
     subject = subject_words(claim.subject)
     about_backward = any(w in ("backward", "grad", "gradient", "vjp") for w in subject)
-    kernel_source = claim.subject.strip()  # "MISH_F64_PTX": the functions that launch it
-    named = [
+    candidates = [
+        f for f in changed if not f.cpu_build and (about_backward or not _BACKWARD_NAME.search(f.fn.qualname))
+    ]
+    named = [f for f in candidates if names_subject(f.fn.qualname, subject, whole_words=claim.listed)] or [
+        # "MISH_F64_PTX", "the fill kernels": no function has the name, the functions
+        # that launch the kernel source of that name stand for it
         f
-        for f in changed
-        if (
-            names_subject(f.fn.qualname, subject, whole_words=claim.listed)
-            or kernel_source in f.kernel_sources
-        )
-        and not f.cpu_build
-        and (about_backward or not _BACKWARD_NAME.search(f.fn.qualname))
+        for f in candidates
+        if any(names_subject(source, subject, whole_words=True) for source in f.kernel_sources)
     ]
     # The functions that do the GPU work stand for the claim; a trait's default method
     # that returns "not implemented" is not the implementation being claimed.
@@ -373,6 +382,10 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
         ]
         return
     reach = gpu_test_reach(ws)
+    # 4d asks of the code that does the GPU work: a wrapper that only calls a tested
+    # launcher (`Tensor::lu_factor` -> `gpu_lu_factor_f32`) is tested through it.
+    launchers = [f for f in claim.functions if f.direct_evidence]
+    untested = [f for f in launchers or claim.functions if id(f) not in reach]
     for item in claim.functions:
         where = f"`{item.fn.qualname}` ({item.path}:{item.fn.fn_line})"
         if not item.evidence:
@@ -385,7 +398,7 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
                 claim.missing.append(f"{where}: {finding.rule} at {finding.path}:{finding.line} — 4b/Step 3")
             elif finding.rule in _STUB_RULES:
                 claim.missing.append(f"{where}: {finding.rule} at {finding.path}:{finding.line} — 4c")
-        if id(item) not in reach:
+        if item in untested:
             claim.missing.append(f"{where}: no GPU test reaches it — 4d")
 
 

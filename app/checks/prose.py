@@ -72,9 +72,14 @@ def sentences(title: str, body: str) -> list[Sentence]:
     return [s for s in out if s.with_code]
 
 
+# "Softmax implementation for cuda. (#747)": the merged PR's number is no part of a sentence.
+_PR_NUMBER = re.compile(r"\s*\(#\d+\)(?=\s*(?:[.:;,]|\(#|$))")
+
+
 def _plain(text: str, keep_code: bool = False) -> str:
     text = _INLINE_CODE.sub((lambda m: m.group()[1:-1]) if keep_code else " ", text)
     text = _LINK.sub(r"\1", text)
+    text = _PR_NUMBER.sub("", text)
     for _ in range(2):  # nested emphasis
         text = _EMPHASIS.sub(r"\2", text)
     return " ".join(text.split())
@@ -108,7 +113,7 @@ NOT_DONE_WORK = re.compile(
     r"|private|helpers?|converters?|accessors?|diagnostics?|rustdoc|signatures?|refined|guards?|unwrap\w*|panics?)\b",
     re.I,
 )
-_WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])|\d+")
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Za-z][a-z]*|\d+")  # an acronym first: FILL, RMSNorm
 STOP_WORDS = frozenset(
     """a an the and or of for to on in into with by from at as is are was were be been it its this
     that these those now all new op ops operation operations kernel kernels function functions fn

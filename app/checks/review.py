@@ -5,6 +5,7 @@ rendering it for GitHub is ``app.report.checkrun``'s job."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -18,6 +19,8 @@ from app.config import RepoConfig
 
 DESCRIPTION_PATH = "PR description"
 MAX_OPS_QUESTIONED = 40  # the 4e block answers for at most this many ops
+# A kernel file of its own (not a header: headers are shared by every kernel).
+_KERNEL_FILE = re.compile(r"([\w-]+)\.(?:cu|metal|wgsl|ptx|hlsl|glsl)$")
 
 
 @dataclass
@@ -56,10 +59,14 @@ def review(
 
 
 def _changed_kernel_sources(ws: Workspace, touched: Touched) -> set[str]:
-    """Names of the GPU kernel source constants (PTX, WGSL, CUDA C) the diff touches."""
+    """Names of the GPU kernel source constants (PTX, WGSL, CUDA C) the diff touches,
+    in the Rust file or in the kernel file the constant includes (`fill.cu` compiled to
+    the `fill.ptx` of `FILL`)."""
+    kernel_files = {m.group(1) for path in touched for m in [_KERNEL_FILE.search(path)] if m}
     return {
         source.name
         for file in ws.files
         for source in file.facts.gpu_sources
         if any(source.line <= line <= source.end_line for line in touched.get(file.path, ()))
+        or kernel_files.intersection(source.files)
     }

@@ -32,7 +32,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "17"
+EXTRACTOR_VERSION = "18"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 
@@ -344,6 +344,8 @@ _GPU_SOURCE_RE = re.compile(
     rb"\.target\s+sm_|\.(?:ptx|cu|cuh|wgsl|spv|cubin|fatbin|metal)\b",
     re.IGNORECASE,
 )
+# `include_str!(concat!(env!("OUT_DIR"), "/fill.ptx"))`, `include_str!("reduce.metal")`
+_KERNEL_FILE_RE = re.compile(rb"([\w-]+)\.(?:ptx|cu|metal|wgsl|spv|cubin|fatbin|hlsl|glsl)\b", re.I)
 _ALLOW_RE = re.compile(r"gpuproof:\s*allow\(\s*([a-z0-9-]+)\s*\)\s*(?:--\s*(.*\S))?")
 
 
@@ -563,7 +565,12 @@ def extract(source: bytes) -> FileFacts:
     blank = _blank(source, spans)
 
     gpu_sources = [
-        GpuSource(_text(name), name.start_point.row + 1, value.end_point.row + 1)
+        GpuSource(
+            _text(name),
+            name.start_point.row + 1,
+            value.end_point.row + 1,
+            tuple(m.group(1).decode() for m in _KERNEL_FILE_RE.finditer(value.text or b"")),
+        )
         for name, value in consts
         if _GPU_SOURCE_RE.search(value.text or b"")
     ]

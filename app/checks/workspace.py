@@ -36,8 +36,8 @@ _ACCESSOR = re.compile(
 )
 # Error, result and configuration types: naming one is no GPU work.
 _PLAIN_TYPE = re.compile(r"(?:Error|Err|Result|Kind|Config|Options|Info|Id)$")
-# Reachability (which test exercises what) does not follow a method name defined more
-# often than this: the call could be any of them.
+# Neither reachability (which test exercises what) nor evidence follows a method name
+# defined more often than this: the call could be any of them.
 _MAX_METHOD_FANOUT = 6
 _CONVERSION_TRAITS = frozenset({"Display", "Debug", "From", "TryFrom", "Into", "TryInto"})
 _CONST_REF = re.compile(rb"\b[A-Z][A-Z0-9_]{2,}\b")
@@ -245,6 +245,8 @@ class Workspace:
             if item.moves_data:
                 continue  # moving data is not computing: no evidence flows from here
             for key in definition_keys(item.fn):
+                if key[0] == "m" and len(self.definitions[key]) > _MAX_METHOD_FANOUT:
+                    continue  # `.shape()` on six types: which one a caller reaches is unknown
                 for caller_index in callers.get(key, ()):
                     caller = self.functions[caller_index]
                     if caller.evidence:

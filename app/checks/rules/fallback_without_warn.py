@@ -9,6 +9,7 @@ from app.checks.rules.base import Hit, Rule, function_name
 from app.checks.workspace import IndexedFunction, Workspace
 
 _KERNEL_FIELD = re.compile(r"\bkernel\s*=|\bop\s*=|\bkernel\s*:")
+_STRING_FIELD = re.compile(r"\b\w+\s*=\s*\"(?P<value>\w{3,})\"")
 
 
 def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
@@ -94,7 +95,11 @@ def _warning_problem(owner: IndexedFunction, start: int, end: int, variable: str
     args = warns[0].args
     if variable not in args:
         return f"its `tracing::warn!` does not name `{variable}`"
-    if not (_KERNEL_FIELD.search(args) or owner.fn.name in args or (kernel_known and "{" in args)):
+    # `collective = "allreduce"` in `gpu_allreduce` names the op as well as `kernel = ..` does.
+    name = owner.fn.name
+    names_op = _KERNEL_FIELD.search(args) or name in args or (kernel_known and "{" in args)
+    names_op = names_op or any(m.group("value").lower() in name.lower() for m in _STRING_FIELD.finditer(args))
+    if not names_op:
         return 'its `tracing::warn!` does not name the kernel (add `kernel = "..."`)'
     return ""
 
