@@ -336,6 +336,7 @@ def test_review_body_file_and_bad_revision(tmp_path: Path, capsys: pytest.Captur
         ("", "Add a test for the fast CPU kernel.", []),
         ("Fast kernels.", "* Scale cuda bindings.\n* Metal kernel (part 1).", ["Scale"]),
         ("", "Replaced with the device-aware path which uses scale_* kernels on GPU.", []),
+        ("", "Use the slow implementation on cuda.", []),  # a choice of path, not an op
     ],
 )
 def test_claim_shapes(title: str, body: str, subjects: list[str]) -> None:
@@ -582,3 +583,22 @@ def test_words_keep_an_acronym_whole() -> None:
     assert words("RMSNorm") == ["rms", "norm"]
     assert words("GELU_F32_PTX") == ["gelu", "f", "32", "ptx"]
     assert words("LayerNorm") == ["layer", "norm"]
+
+
+def test_a_claim_about_one_backend_is_judged_on_that_backends_code() -> None:
+    metal = """
+        pub fn call_scale(encoder: &ComputeCommandEncoderRef, pipeline: &Pipeline) {
+            encoder.set_compute_pipeline_state(pipeline);
+            encoder.dispatch_thread_groups(grid(), group());
+        }
+        """
+    files = {"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST, "metal-kernels/src/lib.rs": metal}
+    claims = run_review(files, body="Scale cuda bindings.").claims
+    assert [(c.subject, [f.fn.name for f in c.functions], c.backed) for c in claims] == [
+        ("Scale", ["gpu_scale"], True)
+    ]
+
+
+def test_a_dtype_the_name_does_not_spell_still_names_the_op() -> None:
+    files = {"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
+    assert claims_of("Scale f32 implementation for cuda.", files) == [("Scale f32", True)]

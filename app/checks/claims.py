@@ -137,7 +137,7 @@ _HOST = re.compile(r"\b(?:cpu|host)\b", re.I)  # "moved GPU tensors to CPU" clai
 _NOT_A_SUBJECT = re.compile(
     r"\s*(?:\d(?!-?d\b)|(?:one|two|three|four|five|six|seven|eight|nine|ten|dozens?)\b|in\b|on\b|for\b|when\b|via\b|to\b|at\b|is\b|are\b|over\b|by\b|with\b|from\b|as\b"
     r"|through\b|into\b|onto\b|more\b|others?\b|etc\b|this\b|that\b|it\b|result|tensor\b(?!::)|output|input|data\b|end-to-end|next\b|done\b|todo\b|tests?\b"
-    r"|changes?\b|summary\b|notes?\b|status\b|rs\b|add(?:s|ed)?\b|implement\w*|port(?:s|ed)?\b|wire\w*|new\b"
+    r"|changes?\b|summary\b|notes?\b|status\b|rs\b|add(?:s|ed)?\b|implement\w*|port(?:s|ed)?\b|wire\w*|new\b|use[sd]?\b"
     r"|(?:interfaces?|traits?|apis?|surfaces?)\s*$|\w+ly\s*$)",  # "dispatch interface", "cleanly"
     re.I,
 )
@@ -160,6 +160,8 @@ _SUBJECT_NOISE = re.compile(
     re.I,
 )
 _DETOUR_RULES = HOST_DETOUR_RULES | {"cpu-detour"}
+_BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|vulkan|rocm)(?![a-z])", re.I)
+_DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
 _STUB_RULES = frozenset({"deferred-kernel", "stub-residue"})
 # What a changed callee's code does to every op that calls it.
@@ -361,9 +363,15 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
     subject = subject_words(claim.subject)
     about_backward = any(w in ("backward", "grad", "gradient", "vjp") for w in subject)
     candidates = [
-        f for f in changed if not f.cpu_build and (about_backward or not _BACKWARD_NAME.search(f.fn.qualname))
+        f
+        for f in _of_the_backend(claim.text, changed)
+        if not f.cpu_build and (about_backward or not _BACKWARD_NAME.search(f.fn.qualname))
     ]
-    named = [f for f in candidates if names_subject(f.fn.qualname, subject, whole_words=claim.listed)] or [
+    # "where_cond f32 for metal": a dtype the name does not spell still names that op
+    plain = [w for w in subject if not _DTYPE.fullmatch(w)] or subject
+    named = [
+        f for f in candidates if names_subject(f.fn.qualname, subject, whole_words=claim.listed)
+    ] or [f for f in candidates if names_subject(f.fn.qualname, plain, whole_words=claim.listed)] or [
         # "MISH_F64_PTX", "the fill kernels": no function has the name, the functions
         # that launch the kernel source of that name stand for it
         f
@@ -400,6 +408,20 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
                 claim.missing.append(f"{where}: {finding.rule} at {finding.path}:{finding.line} — 4c")
         if item in untested:
             claim.missing.append(f"{where}: no GPU test reaches it — 4d")
+
+
+def _of_the_backend(text: str, functions: list[IndexedFunction]) -> list[IndexedFunction]:
+    """The functions of the backends a claim names ("Rope cuda bindings" is not about
+    `call_rope_i` in the metal kernels crate); all of them when it names none."""
+    named = {m.group().lower() for m in _BACKEND_NAME.finditer(text)}
+    if not named:
+        return functions
+    return [
+        f
+        for f in functions
+        if not (found := {m.group().lower() for m in _BACKEND_NAME.finditer(f"{f.path} {f.fn.qualname}")})
+        or found & named
+    ]
 
 
 def _findings_reached(ws: Workspace, item: IndexedFunction, findings: list[Finding]) -> list[Finding]:
