@@ -367,17 +367,7 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
         for f in _of_the_backend(claim.text, changed)
         if not f.cpu_build and (about_backward or not _BACKWARD_NAME.search(f.fn.qualname))
     ]
-    # "where_cond f32 for metal": a dtype the name does not spell still names that op
-    plain = [w for w in subject if not _DTYPE.fullmatch(w)] or subject
-    named = [
-        f for f in candidates if names_subject(f.fn.qualname, subject, whole_words=claim.listed)
-    ] or [f for f in candidates if names_subject(f.fn.qualname, plain, whole_words=claim.listed)] or [
-        # "MISH_F64_PTX", "the fill kernels": no function has the name, the functions
-        # that launch the kernel source of that name stand for it
-        f
-        for f in candidates
-        if any(names_subject(source, subject, whole_words=True) for source in f.kernel_sources)
-    ]
+    named = _named(claim, subject, candidates)
     # The functions that do the GPU work stand for the claim; a trait's default method
     # that returns "not implemented" is not the implementation being claimed.
     with_evidence = [f for f in named if f.evidence]
@@ -408,6 +398,26 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
                 claim.missing.append(f"{where}: {finding.rule} at {finding.path}:{finding.line} — 4c")
         if item in untested:
             claim.missing.append(f"{where}: no GPU test reaches it — 4d")
+
+
+def _named(claim: Claim, subject: list[str], candidates: list[IndexedFunction]) -> list[IndexedFunction]:
+    """The functions the claim's subject names, the first way that finds any: by the
+    whole subject; without its dtype words ("where_cond f32" names `where_cond`); by
+    the kernel source they launch ("MISH_F64_PTX", "the fill kernels" for `FILL`)."""
+    plain = [w for w in subject if not _DTYPE.fullmatch(w)]
+    ways = [(subject, claim.listed, False), (plain, claim.listed, False), (subject, True, True)]
+    for words, whole_words, by_source in ways:
+        named = [
+            f
+            for f in candidates
+            if any(
+                names_subject(name, words, whole_words=whole_words)
+                for name in (f.kernel_sources if by_source else (f.fn.qualname,))
+            )
+        ]
+        if named:
+            return named
+    return []
 
 
 def _of_the_backend(text: str, functions: list[IndexedFunction]) -> list[IndexedFunction]:

@@ -14,13 +14,13 @@ from app.checks.description import description_context
 from app.checks.engine import Analysis, Touched, analyze_workspace, touches
 from app.checks.model import Finding
 from app.checks.rules import DESCRIPTION_RULES
+from app.checks.rust_index import KERNEL_FILE_EXTENSIONS
 from app.checks.workspace import SourceFile, Workspace
 from app.config import RepoConfig
 
 DESCRIPTION_PATH = "PR description"
 MAX_OPS_QUESTIONED = 40  # the 4e block answers for at most this many ops
-# A kernel file of its own (not a header: headers are shared by every kernel).
-_KERNEL_FILE = re.compile(r"([\w-]+)\.(?:cu|metal|wgsl|ptx|hlsl|glsl)$")
+_KERNEL_FILE = re.compile(rf"([\w-]+)\.(?:{KERNEL_FILE_EXTENSIONS})$")  # `kernels/src/fill.cu`
 
 
 @dataclass

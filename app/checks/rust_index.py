@@ -344,8 +344,10 @@ _GPU_SOURCE_RE = re.compile(
     rb"\.target\s+sm_|\.(?:ptx|cu|cuh|wgsl|spv|cubin|fatbin|metal)\b",
     re.IGNORECASE,
 )
-# `include_str!(concat!(env!("OUT_DIR"), "/fill.ptx"))`, `include_str!("reduce.metal")`
-_KERNEL_FILE_RE = re.compile(rb"([\w-]+)\.(?:ptx|cu|metal|wgsl|spv|cubin|fatbin|hlsl|glsl)\b", re.I)
+# Kernel files by extension (headers are not kernels of their own), as a constant
+# includes them: `include_str!(concat!(env!("OUT_DIR"), "/fill.ptx"))`, `include_str!("reduce.metal")`.
+KERNEL_FILE_EXTENSIONS = "ptx|cu|metal|wgsl|spv|cubin|fatbin|hlsl|glsl"
+_KERNEL_FILE_RE = re.compile(rf"([\w-]+)\.(?:{KERNEL_FILE_EXTENSIONS})\b".encode(), re.I)
 _ALLOW_RE = re.compile(r"gpuproof:\s*allow\(\s*([a-z0-9-]+)\s*\)\s*(?:--\s*(.*\S))?")
 
 

@@ -246,7 +246,7 @@ class Workspace:
                 continue  # moving data is not computing: no evidence flows from here
             for key in definition_keys(item.fn):
                 if key[0] == "m" and len(self.definitions[key]) > _MAX_METHOD_FANOUT:
-                    continue  # `.shape()` on six types: which one a caller reaches is unknown
+                    continue  # `.shape()` of seven types: which one a caller reaches is unknown
                 for caller_index in callers.get(key, ()):
                     caller = self.functions[caller_index]
                     if caller.evidence:
