@@ -337,6 +337,11 @@ def test_review_body_file_and_bad_revision(tmp_path: Path, capsys: pytest.Captur
         ("Fast kernels.", "* Scale cuda bindings.\n* Metal kernel (part 1).", ["Scale"]),
         ("", "Replaced with the device-aware path which uses scale_* kernels on GPU.", []),
         ("", "Use the slow implementation on cuda.", []),  # a choice of path, not an op
+        ("Scale kernel from CPA to CubeCL (#2169)", "", ["Scale"]),
+        ("feat: cubecl scale kernel (#4242)", "", ["scale"]),
+        ("Feat/wgpu/scale (#1068)", "", ["scale"]),
+        ("Scale for wgpu backend", "", ["Scale"]),
+        ("Add cubecl scale kernels", "", ["scale"]),
     ],
 )
 def test_claim_shapes(title: str, body: str, subjects: list[str]) -> None:
@@ -602,3 +607,63 @@ def test_a_claim_about_one_backend_is_judged_on_that_backends_code() -> None:
 def test_a_dtype_the_name_does_not_spell_still_names_the_op() -> None:
     files = {"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
     assert claims_of("Scale f32 implementation for cuda.", files) == [("Scale f32", True)]
+
+
+# A backend-generic framework in the shape of burn: the op's tests are templates in
+# the tensor crate, written out for a GPU backend by a macro the GPU crate invokes, and
+# they reach the backend's kernel through calls on type parameters.
+_TENSOR_CRATE = {
+    "crates/tensor/src/api.rs": """
+        pub trait FloatOps<B> { fn float_scale(x: B::Prim) -> B::Prim; }
+        pub struct Tensor<B> { prim: B::Prim }
+        impl<B: Backend> Tensor<B> {
+            pub fn scale(self) -> Self { Tensor { prim: B::float_scale(self.prim) } }
+        }
+        """,
+    "crates/tensor/src/tests/scale.rs": """
+        #[tensor_testgen::testgen(scale)]
+        mod tests {
+            use super::*;
+            #[test]
+            fn should_scale() {
+                let t = Tensor::<TestBackend>::ones([4], &Default::default());
+                t.scale();
+            }
+        }
+        """,
+    "crates/cpu-backend/src/ops.rs": """
+        impl FloatOps<Self> for CpuBackend {
+            fn float_scale(x: Vec<f32>) -> Vec<f32> { x.iter().map(|v| v * 2.0).collect() }
+        }
+        """,
+}
+_GPU_BACKEND = {
+    "crates/gpu-backend/src/ops.rs": """
+        impl FloatOps<Self> for GpuBackend {
+            fn float_scale(x: CudaSlice<f32>) -> CudaSlice<f32> { gpu_scale(&x, &device()).unwrap(); x }
+        }
+        """
+    + KERNEL,
+}
+
+
+def test_templates_a_gpu_crate_writes_out_are_gpu_tests_that_reach_through_generics() -> None:
+    instantiated = {"crates/wgpu/src/lib.rs": "mod tests { type TestBackend = GpuBackend; tensor::testgen_all!(); }"}
+    files = {**_TENSOR_CRATE, **_GPU_BACKEND, **instantiated}
+    assert claims_of("Implemented scale on the GPU.", files) == [("scale", True)]
+    # Written out only by the CPU backend's crate: the templates test nothing on a GPU.
+    cpu_only = {"crates/cpu-backend/src/lib.rs": "mod tests { type TestBackend = CpuBackend; tensor::testgen_all!(); }"}
+    assert claims_of("Implemented scale on the GPU.", {**_TENSOR_CRATE, **_GPU_BACKEND, **cpu_only}) == [
+        ("scale", False)
+    ]
+
+
+def test_a_call_on_an_alias_of_a_backend_reaches_its_trait_impls() -> None:
+    test = """
+        #[test]
+        fn scale_on_wgpu() {
+            let x = TestBackend::float_scale(TestBackend::ones(4));
+        }
+        """
+    files = {**_TENSOR_CRATE, **_GPU_BACKEND, "crates/wgpu/tests/scale.rs": test}
+    assert claims_of("Implemented gpu_scale on the GPU.", files) == [("gpu_scale", True)]

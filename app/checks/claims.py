@@ -68,7 +68,9 @@ CLAIM_PATTERNS = tuple(
         rf"\b{_IMPLEMENTATION}\s+(?:of|for)\s+{_X}\s+(?:for|on|in)\s+{_TARGET}",
         rf"\b{_X}\s+via\s+(?:cublas|cublaslt|cufft|cusolver|cudnn|nccl|cusparse|curand)\w*",
         rf"\b{_X}\s+(?:gpu|cuda)\s+acceleration\b",
-        rf"\b{_DONE}\s+(?:a\s+|an\s+|the\s+)?(?:missing\s+)?(?:gpu|cuda)\s+{_X}{_END}",
+        rf"\b{_DONE}\s+(?:a\s+|an\s+|the\s+)?(?:missing\s+)?{_BACKEND}\s+{_X}{_END}",
+        # "Select kernel from CPA to CubeCL": the kernel now lives in the GPU backend
+        rf"{_PREFIX}{_NAME_X}\s+kernels?\s+(?:from\s+\S+\s+)?to\s+{_TARGET}",
         rf"\b{_X}\s+supports?\s+[^.;]{{0,30}}\bon\s+{_TARGET}",
         rf"^(?!{_COMMIT_TYPE}\b){_X}\s*:\s*(?:a\s+|an\s+)?(?:new\s+)?(?:ptx|cuda|gpu)\s+(?:kernel|dispatch|path)",
         rf"\b{_DONE}\s+(?P<x2>(?:gpu|cuda)_\w+)",
@@ -79,11 +81,12 @@ CLAIM_PATTERNS = tuple(
 SOFT_CLAIM_PATTERNS = tuple(
     re.compile(p, re.I)
     for p in (
-        rf"{_PREFIX}{_X}\s+(?:for|on)\s+{_TARGET}(?:\s+(?:inputs?|tensors?|devices?))?\s*$",
+        rf"{_PREFIX}{_X}\s+(?:for|on)\s+{_TARGET}(?:\s+(?:inputs?|tensors?|devices?|backends?))?\s*$",
         rf"{_PREFIX}(?:gpu|cuda)\s+{_X}\s*$",
         rf"\b{_X}\s*,?\s+on\s+{_TARGET}\s*[.!]?\s*$",
         rf"\b{_X}\s+(?:uses|use)\s+(?:the\s+)?(?:gpu|cuda)\b",
-        rf"{_PREFIX}(?:native\s+)?(?:gpu|cuda|ptx)\s+{_X}\s+(?:kernels?|path|(?P<dir2>backward|forward))\b",
+        rf"{_PREFIX}(?:native\s+)?{_BACKEND}\s+{_X}\s+(?:kernels?|path|(?P<dir2>backward|forward))\b",
+        rf"^\w+/{_BACKEND}/(?P<x>[\w-]+)$",  # a branch name: "Feat/wgpu/repeat"
         rf"{_PREFIX}(?P<done>{_DONE}\s+)?{_X}\s+{_BACKEND}\s+(?:forward\s+|backward\s+)?"
         rf"(?:kernel|path|bindings?|implementation|variant)s?\b",
         # "Add the where kernels.": in a GPU project a kernel is GPU code (kept when it resolves)
@@ -474,7 +477,7 @@ def answer_questions(ws: Workspace, op: IndexedFunction) -> ReviewAnswers:
     reached.sort(key=lambda f: f is not op)  # the op itself first
     launch = _first_signal(reached, {"launch"}, prefer=("launch", "gemm", "dispatch", "cublas"))
     memory = _first_signal(reached, {"device_memory", "upload"})
-    tests = [c for c in ws.callers_of(op) if is_gpu_test(c)]
+    tests = [c for c in ws.callers_of(op) if is_gpu_test(c, ws)]
     if not tests:
         return ReviewAnswers(op, launch, memory, "", "")
     test = tests[0]

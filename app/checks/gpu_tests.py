@@ -6,18 +6,25 @@ import re
 import weakref
 
 from app.checks import gpu_code
-from app.checks.workspace import IndexedFunction, Workspace
+from app.checks.workspace import IndexedFunction, Workspace, crate_of
 
 _CPU_TEST_NAME = re.compile(r"(?:^|_)(?:cpu|host)(?:_|$)", re.I)
 _REACH: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
+_INSTANTIATED: weakref.WeakKeyDictionary[Workspace, frozenset[str]] = weakref.WeakKeyDictionary()
+_TEMPLATE_ATTR = re.compile(r"\btestgen\s*\(")  # `#[burn_tensor_testgen::testgen(add)]` on the module
 
 
-def is_gpu_test(item: IndexedFunction) -> bool:
-    """A ``#[test]`` that is about the GPU: by name, file, module, feature gate, or
-    because it builds a GPU device."""
+def is_gpu_test(item: IndexedFunction, ws: Workspace) -> bool:
+    """A ``#[test]`` that is about the GPU: by name, file, module, feature gate,
+    because it builds a GPU device, or because it is a test template that a GPU
+    crate instantiates (burn's ``#[testgen(add)] mod tests``, written out for wgpu
+    by ``burn_tensor::testgen_all!()`` in ``burn-wgpu``)."""
     fn = item.fn
     if not gpu_code.is_test(fn):
         return False
+    template = _TEMPLATE_ATTR.search(" ".join(fn.outer_attrs))
+    if template and _crate_name(item.crate) in _gpu_instantiated_crates(ws):
+        return True
     builds_device = any(s.kind == "gpu_device" for s in fn.signals)
     if _CPU_TEST_NAME.search(fn.name) and not (builds_device or gpu_code.GPU_NAME.search(fn.name)):
         return False  # `training_cpu` in a GPU test file: the CPU twin of a GPU test
@@ -30,6 +37,38 @@ def is_gpu_test(item: IndexedFunction) -> bool:
     )
 
 
+def _crate_name(crate: str) -> str:
+    """`burn_jit` for the member directory `crates/burn-jit`."""
+    return crate.rsplit("/", 1)[-1].replace("-", "_")
+
+
+def _gpu_instantiated_crates(ws: Workspace) -> frozenset[str]:
+    """Crates whose test templates run on a GPU: those a file in a GPU path
+    instantiates, and those the files of such a crate instantiate in turn."""
+    found = _INSTANTIATED.get(ws)
+    if found is not None:
+        return found
+    by_crate: dict[str, set[str]] = {}
+    seeds: set[str] = set()
+    for file in ws.files:
+        names = file.facts.instantiated_test_crates
+        if not names:
+            continue
+        by_crate.setdefault(_crate_name(crate_of(file.path)), set()).update(names)
+        if gpu_code.in_gpu_path(file.path, ws.config.gpu_paths):
+            seeds.update(names)
+    crates = set()
+    frontier = list(seeds)
+    while frontier:
+        name = frontier.pop()
+        if name not in crates:
+            crates.add(name)
+            frontier.extend(by_crate.get(name, ()))
+    found = frozenset(crates)
+    _INSTANTIATED[ws] = found
+    return found
+
+
 def gpu_test_reach(ws: Workspace) -> set[int]:
     """``id()`` of every function some enabled GPU test reaches through calls."""
     reach = _REACH.get(ws)
@@ -38,7 +77,7 @@ def gpu_test_reach(ws: Workspace) -> set[int]:
         from app.checks.rules.disabled_gpu_test import check as disabled
 
         # A disabled test (ignored, or returning early without a GPU) reaches nothing on the GPU.
-        roots = [f for f in ws.functions if is_gpu_test(f) and not any(disabled(ws, f))]
+        roots = [f for f in ws.functions if is_gpu_test(f, ws) and not any(disabled(ws, f))]
         reach = {id(ws.functions[i]) for i in ws.reached_from(roots)}
         _REACH[ws] = reach
     return reach

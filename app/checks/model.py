@@ -140,6 +140,9 @@ class FileFacts:
     uses: tuple[str, ...]  # text of ``use`` declarations (for ``use tracing::warn``)
     syntax_errors: list[int]  # lines with parse errors
     suppressions: list[tuple[int, str, str]]  # (line, rule, reason)
+    # Crates whose test templates the file instantiates (`burn_jit::testgen_all!()`),
+    # in macro bodies too: `burn_jit`'s `testgen_all!` instantiates `burn_tensor`'s.
+    instantiated_test_crates: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "18"
+EXTRACTOR_VERSION = "19"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 
@@ -348,6 +348,8 @@ _GPU_SOURCE_RE = re.compile(
 # includes them: `include_str!(concat!(env!("OUT_DIR"), "/fill.ptx"))`, `include_str!("reduce.metal")`.
 KERNEL_FILE_EXTENSIONS = "ptx|cu|metal|wgsl|spv|cubin|fatbin|hlsl|glsl"
 _KERNEL_FILE_RE = re.compile(rf"([\w-]+)\.(?:{KERNEL_FILE_EXTENSIONS})\b".encode(), re.I)
+# `burn_tensor::testgen_all!()`: the test templates of a crate written out here.
+_TESTGEN_CALL_RE = re.compile(rb"\b([a-z_][a-z0-9_]*)::testgen_\w*\s*!")
 _ALLOW_RE = re.compile(r"gpuproof:\s*allow\(\s*([a-z0-9-]+)\s*\)\s*(?:--\s*(.*\S))?")
 
 
@@ -510,6 +512,10 @@ def _generated_functions(
         test.calls.append(Call(first, "", False, found.start(1)))
         tests.append(test)
     return tests
+
+
+def _instantiated_test_crates(blank: bytes) -> tuple[str, ...]:
+    return tuple(sorted({m.group(1).decode() for m in _TESTGEN_CALL_RE.finditer(blank)}))
 
 
 def extract(source: bytes) -> FileFacts:
@@ -699,4 +705,5 @@ def extract(source: bytes) -> FileFacts:
         uses=tuple(uses),
         syntax_errors=sorted(set(error_rows)),
         suppressions=suppressions,
+        instantiated_test_crates=_instantiated_test_crates(blank),
     )

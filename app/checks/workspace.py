@@ -39,6 +39,10 @@ _PLAIN_TYPE = re.compile(r"(?:Error|Err|Result|Kind|Config|Options|Info|Id)$")
 # Neither reachability (which test exercises what) nor evidence follows a method name
 # defined more often than this: the call could be any of them.
 _MAX_METHOD_FANOUT = 6
+_TYPE_PARAMETER = re.compile(r"[A-Z]\d?")  # `B`, `K`, `E2`: a generic's name, not a type's
+# A call on a type parameter reaches the trait impls of that name when there are at
+# most this many: the backends of a framework, not `T::default()` of every type.
+_MAX_GENERIC_FANOUT = 12
 _CONVERSION_TRAITS = frozenset({"Display", "Debug", "From", "TryFrom", "Into", "TryInto"})
 _CONST_REF = re.compile(rb"\b[A-Z][A-Z0-9_]{2,}\b")
 _GPU_SOURCE_FILE = re.compile(r"\.(?:ptx|cu|cuh|wgsl|spv|cubin|fatbin|metal|hlsl|glsl)\b", re.I)
@@ -69,6 +73,9 @@ def call_key(call: Call, caller: Function) -> Key | None:
         last = call.qualifier.rsplit("::", 1)[-1]
         if last in ("Self", "self"):
             return ("t", caller.impl_type, call.name) if caller.impl_type else ("f", call.name)
+        if _TYPE_PARAMETER.fullmatch(last):
+            # `B::float_add(..)`: a trait method of whatever type B is
+            return None if call.name in _GENERIC_METHODS else ("g", call.name)
         if last[:1].isupper():
             return ("t", last, call.name)
         if call.name in _CUBE_LAUNCHERS:
@@ -304,6 +311,15 @@ class Workspace:
                     continue
                 visited_keys.add(key)
                 targets = self.definitions.get(key, ())
+                if key[0] == "g" or (key[0] == "t" and not targets and not self._methods_of(key[1])):
+                    # Generic code reaches the trait impls of every type it may be
+                    # instantiated with; so does a call on a type the workspace gives
+                    # no method of (`TestBackend::int_random`: an alias of a backend).
+                    named = self.definitions.get(("m", key[-1]), ())
+                    impls = [i for i in named if self.functions[i].fn.trait]
+                    if len(impls) <= _MAX_GENERIC_FANOUT:
+                        queue.extend(impls)
+                    continue
                 if key[0] == "m" and len(targets) > _MAX_METHOD_FANOUT:
                     dispatched.add(key[1])
                     queue.extend(i for i in targets if self.functions[i].fn.impl_type in built)

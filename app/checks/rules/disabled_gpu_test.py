@@ -53,7 +53,7 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     ```
     """
     fn = item.fn
-    if not is_gpu_test(item):
+    if not is_gpu_test(item, ws):
         return
     for attr in fn.attrs:
         if re.match(r"#\[\s*ignore\b", attr):
