@@ -667,3 +667,28 @@ def test_a_call_on_an_alias_of_a_backend_reaches_its_trait_impls() -> None:
         """
     files = {**_TENSOR_CRATE, **_GPU_BACKEND, "crates/wgpu/tests/scale.rs": test}
     assert claims_of("Implemented gpu_scale on the GPU.", files) == [("gpu_scale", True)]
+
+
+def test_a_kernel_an_item_macro_defines_from_a_wgsl_file_is_backend_evidence() -> None:
+    ops = """
+        kernel_wgsl!(ScaleRaw, "../template/scale.wgsl");
+
+        pub fn scale(input: WgpuTensor<f32>) -> WgpuTensor<f32> {
+            let kernel = StaticKernel::<KernelSettings<ScaleRaw, f32>>::new(workgroup(input.len()));
+            input.client.execute(Box::new(kernel), &[&input.handle]);
+            input
+        }
+        """
+    test = """
+        #[test]
+        fn scale_on_wgpu() {
+            let device = WgpuDevice::default();
+            scale(WgpuTensor::ones(4, &device));
+        }
+        """
+    files = {"burn-wgpu/src/kernel/scale.rs": ops, "burn-wgpu/tests/scale.rs": test}
+    assert claims_of("Scale for wgpu backend", files) == [("Scale", True)]
+    without_kernel = {"burn-wgpu/src/kernel/scale.rs": ops.replace('"../template/scale.wgsl"', "SCALE_SRC")}
+    assert claims_of("Implemented scale on the GPU.", {**without_kernel, "burn-wgpu/tests/scale.rs": test}) == [
+        ("scale", False)
+    ]

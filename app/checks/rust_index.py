@@ -32,7 +32,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "19"
+EXTRACTOR_VERSION = "20"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 
@@ -348,6 +348,9 @@ _GPU_SOURCE_RE = re.compile(
 # includes them: `include_str!(concat!(env!("OUT_DIR"), "/fill.ptx"))`, `include_str!("reduce.metal")`.
 KERNEL_FILE_EXTENSIONS = "ptx|cu|metal|wgsl|spv|cubin|fatbin|hlsl|glsl"
 _KERNEL_FILE_RE = re.compile(rf"([\w-]+)\.(?:{KERNEL_FILE_EXTENSIONS})\b".encode(), re.I)
+_KERNEL_ITEM_ARGS = re.compile(
+    rf"^\(\s*([A-Za-z_]\w*)\s*,[^;]*?\.(?:{KERNEL_FILE_EXTENSIONS})\b".encode(), re.I | re.S
+)
 # `burn_tensor::testgen_all!()`: the test templates of a crate written out here.
 _TESTGEN_CALL_RE = re.compile(rb"\b([a-z_][a-z0-9_]*)::testgen_\w*\s*!")
 _ALLOW_RE = re.compile(r"gpuproof:\s*allow\(\s*([a-z0-9-]+)\s*\)\s*(?:--\s*(.*\S))?")
@@ -512,6 +515,16 @@ def _generated_functions(
         test.calls.append(Call(first, "", False, found.start(1)))
         tests.append(test)
     return tests
+
+
+def _kernel_source_item(node: Node, args: Node) -> list[GpuSource]:
+    """`kernel_wgsl!(RepeatRaw, "../template/repeat.wgsl");` at item level: a macro
+    that defines the item its first argument names from a kernel file."""
+    found = _KERNEL_ITEM_ARGS.match(args.text or b"")
+    if not found:
+        return []
+    files = tuple(m.group(1).decode() for m in _KERNEL_FILE_RE.finditer(args.text or b""))
+    return [GpuSource(found.group(1).decode(), node.start_point.row + 1, node.end_point.row + 1, files)]
 
 
 def _instantiated_test_crates(blank: bytes) -> tuple[str, ...]:
@@ -683,6 +696,7 @@ def extract(source: bytes) -> FileFacts:
     for node, name_node, args in macros:
         if owner(node.start_byte) < 0:
             functions.extend(_generated_functions(node, name_node, args, blank, defined))
+            gpu_sources.extend(_kernel_source_item(node, args))
     for s in strings:
         fi = owner(s.start_byte)
         if fi >= 0:

@@ -44,7 +44,7 @@ _TYPE_PARAMETER = re.compile(r"[A-Z]\d?")  # `B`, `K`, `E2`: a generic's name, n
 # most this many: the backends of a framework, not `T::default()` of every type.
 _MAX_GENERIC_FANOUT = 12
 _CONVERSION_TRAITS = frozenset({"Display", "Debug", "From", "TryFrom", "Into", "TryInto"})
-_CONST_REF = re.compile(rb"\b[A-Z][A-Z0-9_]{2,}\b")
+_CONST_REF = re.compile(rb"\b[A-Z]\w{2,}\b")  # `FILL`, and `RepeatRaw` a macro defined from a kernel file
 _GPU_SOURCE_FILE = re.compile(r"\.(?:ptx|cu|cuh|wgsl|spv|cubin|fatbin|metal|hlsl|glsl)\b", re.I)
 
 
@@ -363,7 +363,7 @@ def _direct_evidence(fn: Function, gpu_consts: set[str]) -> str:
     if any(gpu_code.KERNEL_ATTR.search(a) for a in fn.attrs):
         return "it is a GPU kernel (`#[cube]`/`#[kernel]`)"
     for macro in fn.macros:
-        if macro.name in ("include_str", "include_bytes") and _GPU_SOURCE_FILE.search(macro.args):
+        if _GPU_SOURCE_FILE.search(macro.args):  # `include_str!("x.ptx")`, `include_wgsl!("x.wgsl")`
             return f"`{macro.name}!{macro.args}` at line {fn.line_of(macro.offset)}"
     if gpu_consts:
         for m in _CONST_REF.finditer(fn.text):
