@@ -342,6 +342,8 @@ def test_review_body_file_and_bad_revision(tmp_path: Path, capsys: pytest.Captur
         ("Feat/wgpu/scale (#1068)", "", ["scale"]),
         ("Scale for wgpu backend", "", ["Scale"]),
         ("Add cubecl scale kernels", "", ["scale"]),
+        ("", "Add the metal kernels.", []),  # a backend is no subject
+        ("", "Add the cuda kernel impl.", []),
     ],
 )
 def test_claim_shapes(title: str, body: str, subjects: list[str]) -> None:
@@ -692,3 +694,31 @@ def test_a_kernel_an_item_macro_defines_from_a_wgsl_file_is_backend_evidence() -
     assert claims_of("Implemented scale on the GPU.", {**without_kernel, "burn-wgpu/tests/scale.rs": test}) == [
         ("scale", False)
     ]
+
+
+def test_a_unit_struct_handed_to_the_framework_reaches_its_dispatched_methods() -> None:
+    # candle's custom ops: `xs.apply_op(&ScaleOp)` hands a unit struct to the framework,
+    # whose storage dispatches `c.cuda_fwd(..)` on it. `cuda_fwd` names eight impls,
+    # too many to follow by name: the one reached is the one built.
+    others = "".join(
+        f"impl CustomOp for Other{i} {{ fn cuda_fwd(&self, s: &CudaStorage) -> CudaStorage {{ s.clone() }} }}\n"
+        for i in range(7)
+    )
+    core = """
+        impl Tensor {
+            pub fn apply_op(&self, c: &dyn CustomOp) -> Tensor { Tensor { s: c.cuda_fwd(&self.s) } }
+        }
+        impl CustomOp for ScaleOp {
+            fn cuda_fwd(&self, s: &CudaStorage) -> CudaStorage { gpu_scale(&s.slice, &s.dev).unwrap(); s.clone() }
+        }
+        """
+    ops = "pub fn scale_op(xs: &Tensor) -> Tensor { xs.apply_op(&ScaleOp) }"
+    test = """
+        #[test]
+        fn scale_op_gpu() {
+            let dev = CudaDevice::new(0).expect("this test needs a CUDA device");
+            scale_op(&Tensor::ones(4, &dev));
+        }
+        """
+    files = {"src/lib.rs": KERNEL + core + others, "src/ops.rs": ops, "tests/gpu.rs": test}
+    assert claims_of("Implemented gpu_scale on the GPU.", files) == [("gpu_scale", True)]

@@ -159,7 +159,7 @@ _TEST_NAME = re.compile(r"test|_matches_|_reference\b|\bci\b|\bjobs?\b|workflow|
 _SUBJECT_NOISE = re.compile(
     r"\([^)]*\)|<[^>]*>|\b(?:the|a|an|fused|native|new|all|both|full|fully|its|our|existing|"
     r"kernels?|ops?|paths?|support|implementation|version|forward|dispatch|now|too|also"
-    r"|unblocks?|extends?|extended)\b|'s\b|\b\d-?D\b",
+    r"|unblocks?|extends?|extended|impls?|cuda|metal|wgpu|cubecl|vulkan|rocm)\b|'s\b|\b\d-?D\b",
     re.I,
 )
 _DETOUR_RULES = HOST_DETOUR_RULES | {"cpu-detour"}

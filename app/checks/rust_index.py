@@ -32,7 +32,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "20"
+EXTRACTOR_VERSION = "21"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 
@@ -67,6 +67,8 @@ _CALL_RE = re.compile(rb"\b([A-Za-z_]\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\(")
 _FN_PATH_RE = re.compile(rb"(?<![\w:])((?:[a-z_]\w*::)+)([a-z_]\w*)\b(?!\s*(?:[(!<]|::))")
 # `Type { field: .. }` or `path::Type::<T> { .. }`: a struct literal builds a value of Type.
 _STRUCT_LITERAL_RE = re.compile(rb"(?<![\w])([A-Z]\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\{")
+# `xs.apply_op3(a, b, &RotaryEmbThd)`: a unit struct handed on as a value is built there.
+_UNIT_VALUE_RE = re.compile(rb"[(,]\s*&?\s*([A-Z]\w*)\s*(?=[,)])")
 _GENERIC_ARGS = re.compile(rb"<[^<>]*>")
 _DOUBLED_SEPARATOR = re.compile(rb"::(?:\s*::)+")
 _QUALIFIER_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:")
@@ -282,6 +284,7 @@ def _constructed_types(text: bytes, calls: list[Call], impl_type: str) -> tuple[
     """Types whose values the body may build: struct literals and ``Type::f(..)`` calls
     (constructors, and over-approximating, any associated function)."""
     found = {m.group(1).decode() for m in _STRUCT_LITERAL_RE.finditer(text)}
+    found.update(m.group(1).decode() for m in _UNIT_VALUE_RE.finditer(text))
     found.update(c.qualifier.rsplit("::", 1)[-1] for c in calls if c.qualifier)
     if "Self" in found:
         found.add(impl_type)
