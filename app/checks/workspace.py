@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from app.checks import gpu_code
 from app.checks.model import Call, FileFacts, Function
+from app.checks.rust_index import KERNEL_FILE_EXTENSIONS
 from app.config import RepoConfig
 
 # Names so generic that resolving them by name would connect everything to everything.
@@ -45,7 +46,7 @@ _TYPE_PARAMETER = re.compile(r"[A-Z]\d?")  # `B`, `K`, `E2`: a generic's name, n
 _MAX_GENERIC_FANOUT = 12
 _CONVERSION_TRAITS = frozenset({"Display", "Debug", "From", "TryFrom", "Into", "TryInto"})
 _CONST_REF = re.compile(rb"\b[A-Z]\w{2,}\b")  # `FILL`, and `RepeatRaw` a macro defined from a kernel file
-_GPU_SOURCE_FILE = re.compile(r"\.(?:ptx|cu|cuh|wgsl|spv|cubin|fatbin|metal|hlsl|glsl)\b", re.I)
+_GPU_SOURCE_FILE = re.compile(rf"\.(?:cuh|{KERNEL_FILE_EXTENSIONS})\b", re.I)  # headers are GPU code too
 
 
 @dataclass(frozen=True, slots=True)
