@@ -39,10 +39,11 @@ Labelling conventions (spec ``rust-gpu-discipline`` Steps 3-5, RULES.md):
   concrete next step (a tracked follow-up counts).
 
 For each case the script builds a throwaway git repository under ``--workdir`` (two
-commits: base and head), writes the description to a file (title, blank line, body)
-and runs::
+commits: base and head), splits the description into a title (a commit message's
+subject line) and a body, as the App receives a pull request's, writes the body to a
+file and runs::
 
-    <gpuproof> review --base <base> --head <head> --body <file> --format json
+    <gpuproof> review --base <base> --head <head> --title <title> --body <file> --format json
 
 in it. Exit status 0 or 1 is a report; anything else, a traceback or output that is
 not the JSON report is a tool error.
@@ -243,12 +244,15 @@ def commit_all(repo: Path, message: str) -> str:
     return run_git(["rev-parse", "HEAD"], cwd=repo).strip()
 
 
-def description_of(case: Case, git_dir: Path | None) -> str:
+def description_of(case: Case, git_dir: Path | None) -> tuple[str, str]:
+    """(title, body), as the App receives a pull request's: a commit message's subject
+    line is the title, the rest the body."""
     if case.kind == "real":
         assert git_dir is not None
-        return run_git(["log", "-1", "--format=%B", case.raw["commit"]], git_dir=git_dir).rstrip("\n") + "\n"
-    title = case.raw.get("title") or ""
-    return f"{title}\n\n{case.raw['body']}".rstrip("\n") + "\n"
+        message = run_git(["log", "-1", "--format=%B", case.raw["commit"]], git_dir=git_dir)
+        title, _, body = message.partition("\n")
+        return title.strip(), body.strip("\n") + "\n"
+    return (case.raw.get("title") or "").strip(), case.raw["body"].rstrip("\n") + "\n"
 
 
 def build_case(case: Case, workdir: Path, git_dir: Path | None) -> tuple[Path, str, str, Path]:
@@ -260,7 +264,7 @@ def build_case(case: Case, workdir: Path, git_dir: Path | None) -> tuple[Path, s
     key = hashlib.sha256(
         json.dumps({k: v for k, v in case.raw.items() if k not in ("note",)}, sort_keys=True).encode()
     ).hexdigest()
-    if stamp.exists() and repo.is_dir() and body_file.exists():
+    if stamp.exists() and repo.is_dir() and body_file.exists() and (cdir / "title.txt").exists():
         try:
             info = json.loads(stamp.read_text())
             if info.get("key") == key:
@@ -288,7 +292,9 @@ def build_case(case: Case, workdir: Path, git_dir: Path | None) -> tuple[Path, s
         clear_worktree(repo)
         write_files(repo, case.raw["files"])
         head = commit_all(repo, case.raw.get("title") or "head")
-    body_file.write_text(description_of(case, git_dir), encoding="utf-8")
+    title, body = description_of(case, git_dir)
+    body_file.write_text(body, encoding="utf-8")
+    (cdir / "title.txt").write_text(title, encoding="utf-8")
     stamp.write_text(json.dumps({"key": key, "base": base, "head": head}))
     return repo, base, head, body_file
 
@@ -308,7 +314,9 @@ class Run:
 
 def run_review(cmd: list[str], repo: Path, base: str, head: str, body: Path, timeout: float) -> Run:
     t0 = time.monotonic()
-    argv = [*cmd, "review", "--base", base, "--head", head, "--body", str(body), "--format", "json"]
+    title = (body.parent / "title.txt").read_text(encoding="utf-8")
+    argv = [*cmd, "review", "--base", base, "--head", head, "--title", title, "--body", str(body)]
+    argv += ["--format", "json"]
     try:
         proc = subprocess.run(argv, cwd=repo, capture_output=True, text=True, timeout=timeout)
     except FileNotFoundError:

@@ -237,7 +237,9 @@ class GitHubEmulator:
             self.requests.append(Recorded(method, path, query, body, status))
         return status, headers, response
 
-    def _authenticate(self, template: str, headers: dict[str, str], params: tuple[str, ...], method: str) -> str:
+    def _authenticate(
+        self, template: str, headers: dict[str, str], params: tuple[str, ...], method: str
+    ) -> str:
         auth = {k.lower(): v for k, v in headers.items()}.get("authorization", "")
         scheme, _, credential = auth.partition(" ")
         if template in (

@@ -160,6 +160,6 @@ def test_a_test_macro_over_a_function_generates_the_tests_it_names() -> None:
         ("scale_checks_metal", ("#[test]",)),
     ]
     files = {"src/lib.rs": KERNEL, "tests/ops.rs": DEVICE_TESTS}
-    assert [(c.subject, c.backed) for c in run_review(files, body="Implemented scale on the GPU.").claims] == [
-        ("scale", True)
-    ]
+    assert [
+        (c.subject, c.backed) for c in run_review(files, body="Implemented scale on the GPU.").claims
+    ] == [("scale", True)]

@@ -14,7 +14,7 @@ import pytest
 from app.checks.prose import sentences, words
 from app.checks.review import review
 from app.checks.rust_index import extract
-from app.checks.workspace import SourceFile
+from app.checks.workspace import SourceFile, Workspace
 from app.cli import main
 from app.config import RepoConfig
 from app.report.checkrun import GITHUB_TEXT_LIMIT, fit, render
@@ -540,7 +540,10 @@ def test_plural_of_a_generic_word_is_generic_too() -> None:
     [
         ("GpuScale refactor (small):\n\n- buffers now stored as tensors (device-resident).\n", ["GpuScale"]),
         ("GpuScale refactor:\n\n- solve now operates on tensors (LU on CUDA).\n", ["GpuScale"]),
-        ("GpuScale refactor:\n\n- buffers no longer copied; on the device.\n", []),  # negated before it says so
+        (
+            "GpuScale refactor:\n\n- buffers no longer copied; on the device.\n",
+            [],
+        ),  # negated before it says so
         ("Scale refactor:\n\n- buffers stored as tensors (device-resident).\n", []),  # a word, not a name
         ("GpuScale refactor:\n\n- buffers stored as tensors.\n", []),  # nothing said of the device
     ],
@@ -650,11 +653,15 @@ _GPU_BACKEND = {
 
 
 def test_templates_a_gpu_crate_writes_out_are_gpu_tests_that_reach_through_generics() -> None:
-    instantiated = {"crates/wgpu/src/lib.rs": "mod tests { type TestBackend = GpuBackend; tensor::testgen_all!(); }"}
+    instantiated = {
+        "crates/wgpu/src/lib.rs": "mod tests { type TestBackend = GpuBackend; tensor::testgen_all!(); }"
+    }
     files = {**_TENSOR_CRATE, **_GPU_BACKEND, **instantiated}
     assert claims_of("Implemented scale on the GPU.", files) == [("scale", True)]
     # Written out only by the CPU backend's crate: the templates test nothing on a GPU.
-    cpu_only = {"crates/cpu-backend/src/lib.rs": "mod tests { type TestBackend = CpuBackend; tensor::testgen_all!(); }"}
+    cpu_only = {
+        "crates/cpu-backend/src/lib.rs": "mod tests { type TestBackend = CpuBackend; tensor::testgen_all!(); }"
+    }
     assert claims_of("Implemented scale on the GPU.", {**_TENSOR_CRATE, **_GPU_BACKEND, **cpu_only}) == [
         ("scale", False)
     ]
@@ -691,9 +698,9 @@ def test_a_kernel_an_item_macro_defines_from_a_wgsl_file_is_backend_evidence() -
     files = {"burn-wgpu/src/kernel/scale.rs": ops, "burn-wgpu/tests/scale.rs": test}
     assert claims_of("Scale for wgpu backend", files) == [("Scale", True)]
     without_kernel = {"burn-wgpu/src/kernel/scale.rs": ops.replace('"../template/scale.wgsl"', "SCALE_SRC")}
-    assert claims_of("Implemented scale on the GPU.", {**without_kernel, "burn-wgpu/tests/scale.rs": test}) == [
-        ("scale", False)
-    ]
+    assert claims_of(
+        "Implemented scale on the GPU.", {**without_kernel, "burn-wgpu/tests/scale.rs": test}
+    ) == [("scale", False)]
 
 
 def test_a_unit_struct_handed_to_the_framework_reaches_its_dispatched_methods() -> None:
@@ -722,3 +729,80 @@ def test_a_unit_struct_handed_to_the_framework_reaches_its_dispatched_methods() 
         """
     files = {"src/lib.rs": KERNEL + core + others, "src/ops.rs": ops, "tests/gpu.rs": test}
     assert claims_of("Implemented gpu_scale on the GPU.", files) == [("gpu_scale", True)]
+
+
+# A terse title is the claim of the whole change: it stands for the diff's GPU code
+# of the backend it names when its words are those of that code.
+METAL_DISPATCH = """
+    pub fn encode_concurrent(enc: &ComputeCommandEncoder, pipeline: &ComputePipelineState) {
+        enc.set_compute_pipeline_state(pipeline);
+        enc.dispatch_thread_groups(MTLSize::new(1, 1, 1), MTLSize::new(32, 1, 1));
+    }
+    """
+METAL_TEST = """
+    #[test]
+    fn concurrent_on_metal() {
+        let device = metal::Device::system_default().expect("this test needs a Metal device");
+        encode_concurrent(&device.new_encoder(), &device.pipeline("k"));
+    }
+    """
+
+
+@pytest.mark.parametrize(
+    ("title", "body", "expected"),
+    [
+        ("[Metal] Concurrent dispatching (#3511)", "", [("Concurrent dispatching", True)]),
+        ("[Metal] Concurrent dispatching (#3511)", "* fmt\n* Tweak.", [("Concurrent dispatching", True)]),
+        ("Fix attention on Metal", "", []),  # the metal code changed is not about attention
+        ("Metal commands refactoring", "", []),  # upkeep claims nothing
+        ("Fix the cpu kernel for concurrent encoding", "", []),  # about the host
+    ],
+)
+def test_a_terse_title_is_the_claim_of_the_change(
+    title: str, body: str, expected: list[tuple[str, bool]]
+) -> None:
+    files = {"metal-kernels/src/dispatch.rs": METAL_DISPATCH, "metal-kernels/tests/metal.rs": METAL_TEST}
+    found = run_review(files, body=body, title=title)
+    assert [(c.subject, c.backed) for c in found.claims] == expected
+
+
+def test_a_terse_title_is_held_to_the_evidence_of_the_change() -> None:
+    files = {"metal-kernels/src/dispatch.rs": METAL_DISPATCH}  # no test runs it on a Metal device
+    (claim,) = run_review(files, body="", title="[Metal] Concurrent dispatching").claims
+    assert [f.fn.name for f in claim.functions] == ["encode_concurrent"]
+    assert not claim.backed and any("4d" in m for m in claim.missing)
+
+
+def test_a_title_naming_a_backend_is_about_that_backends_code() -> None:
+    files = {
+        # a module's constructor that fills its weights on the device: GPU work, not the kernel
+        "burn-core/src/nn/conv.rs": textwrap.dedent(KERNEL.replace("gpu_scale", "fill_weights"))
+        + "pub fn conv_config_init(x: &CudaSlice<f32>, dev: &CudaDevice) { fill_weights(x, dev).unwrap() }\n",
+        "burn-wgpu/src/kernel/conv.rs": KERNEL.replace("gpu_scale", "conv2d"),
+    }
+    (claim,) = run_review(files, body="", title="Feat/wgpu/conv (#512)").claims
+    assert [f.path for f in claim.functions] == ["burn-wgpu/src/kernel/conv.rs"]
+
+
+def test_a_type_defined_in_several_files_is_the_one_the_caller_imports() -> None:
+    # Each model of a crate has its own `RmsNorm`; evidence of one is not the other's.
+    files = {
+        "models/src/with_tracing.rs": "pub struct RmsNorm;\nimpl RmsNorm { pub fn new() -> Self { RmsNorm } }\n",
+        "models/src/mimi.rs": textwrap.dedent(KERNEL)
+        + "pub struct RmsNorm;\nimpl RmsNorm { pub fn new(x: &CudaSlice<f32>, dev: &CudaDevice) -> Self "
+        "{ gpu_scale(x, dev).unwrap(); RmsNorm } }\n",
+        "models/src/qwen.rs": "use crate::with_tracing::RmsNorm;\n"
+        "pub fn qwen_attention_new() -> RmsNorm { RmsNorm::new() }\n",
+    }
+
+    def evidence_of_qwen(sources: dict[str, str]) -> str:
+        ws = Workspace([SourceFile(p, extract(c.encode())) for p, c in sources.items()], RepoConfig())
+        (qwen,) = [f for f in ws.functions if f.fn.name == "qwen_attention_new"]
+        return qwen.evidence
+
+    assert evidence_of_qwen(files) == ""
+    imports_mimi = {
+        **files,
+        "models/src/qwen.rs": files["models/src/qwen.rs"].replace("with_tracing", "mimi"),
+    }
+    assert "mimi.rs" in evidence_of_qwen(imports_mimi)

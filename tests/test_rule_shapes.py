@@ -429,9 +429,9 @@ def test_evidence_is_followed_through_callees_across_files() -> None:
 def test_evidence_does_not_flow_through_a_method_name_defined_on_many_types() -> None:
     # `shape` is a method of seven types, one of which launches: a call to `.shape()`
     # could be any of them, so it makes the round trip below no GPU work.
-    shapes = "".join(
-        f"impl T{i} {{ pub fn shape(&self) -> usize {{ self.0 }} }}\n" for i in range(6)
-    ) + """
+    shapes = (
+        "".join(f"impl T{i} {{ pub fn shape(&self) -> usize {{ self.0 }} }}\n" for i in range(6))
+        + """
         impl Launcher {
             pub fn shape(&self) -> usize {
                 unsafe { self.f.launch(cfg(), (self.n,)) }.unwrap();
@@ -439,6 +439,7 @@ def test_evidence_does_not_flow_through_a_method_name_defined_on_many_types() ->
             }
         }
         """
+    )
     files = {
         "core/src/shapes.rs": shapes,
         "core/src/ops.rs": """

@@ -83,7 +83,9 @@ def test_a_gpu_test_with_no_kernel_is_a_finding() -> None:
         test("tests::cpu_sum_passes", "passed", 0),  # not a GPU test
     ]
     findings = gpu_test_findings(tests, [], r"gpu|cuda")
-    assert [(f["rule"], f["test"]) for f in findings] == [("gpu-test-ran-on-cpu", "tests::gpu_add_one_pretends")]
+    assert [(f["rule"], f["test"]) for f in findings] == [
+        ("gpu-test-ran-on-cpu", "tests::gpu_add_one_pretends")
+    ]
 
 
 def test_tests_sharing_a_process_are_judged_by_their_binarys_launches() -> None:
@@ -91,7 +93,9 @@ def test_tests_sharing_a_process_are_judged_by_their_binarys_launches() -> None:
         {"binary": "kernels", "test": "gpu_add", "status": "passed", "own_process": False},
         {"binary": "fake_gpu", "test": "gpu_sub", "status": "passed", "own_process": False},
     ]
-    processes = [{"binary": "/t/target/debug/deps/kernels-0123456789abcdef", "launches": 3, "kernels": {"add": 3}}]
+    processes = [
+        {"binary": "/t/target/debug/deps/kernels-0123456789abcdef", "launches": 3, "kernels": {"add": 3}}
+    ]
     findings = gpu_test_findings(tests, processes, "gpu")
     assert [f["test"] for f in findings] == ["gpu_sub"]
     assert "its test binary `fake_gpu`" in findings[0]["message"]

@@ -164,6 +164,29 @@ _SUBJECT_NOISE = re.compile(
 )
 _DETOUR_RULES = HOST_DETOUR_RULES | {"cpu-detour"}
 _BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|vulkan|rocm)(?![a-z])", re.I)
+# A title that names a GPU backend (or the GPU) as the place of the work.
+_BACKEND_WORD = re.compile(
+    r"\b(?:gpu|cuda|metal|wgpu|cubecl|vulkan|rocm|hip|spirv|cudnn|cublas\w*|ptx|wgsl|msl|mps)\b", re.I
+)
+# Upkeep, not GPU work: a title about it makes no claim ("Update cubecl", "Metal commands
+# refactoring", "Split the cuda error file", "ci: fix wgpu-info").
+_UPKEEP = re.compile(
+    r"^(?:\[[^\]]*\]\s*)?(?:(?:refactor|chore|docs?|test|tests|ci|style|build|revert)\b"
+    r"|(?:update|upgrade|bump|merge|release|rename|move|split|cleanup|clean up|format|pin)\b)"
+    r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lint"
+    r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|examples?|ci|logging|warnings?|macros?)\b",
+    re.I,
+)
+# "Feat/wgpu/conv", "[Metal]", "feat(cuda):": the label of a title, not its subject.
+_BRANCH_PREFIX = re.compile(r"^\s*(?:\w+/)+|^\s*\[[^\]]*\]|^\s*\w+(?:\([^)]*\))?:")
+# The words of a title that are not its topic: verbs of change, backend names, fillers.
+_TOPIC_NOISE = re.compile(
+    r"\b(?:fix(?:es|ed)?|add(?:s|ed)?|handle[sd]?|improve[sd]?|support(?:s|ed)?|enable[sd]?|implement\w*"
+    r"|feat|perf|make|makes|allow\w*|use[sd]?|faster|better|new|initial|first|draft|more|some|small"
+    r"|the|a|an|for|on|in|to|of|with|and|from|via|gpu|cuda|metal|wgpu|cubecl|vulkan|rocm|hip|spirv"
+    r"|backends?|kernels?|ops?)\b|\(#\d+\)",
+    re.I,
+)
 _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
 _STUB_RULES = frozenset({"deferred-kernel", "stub-residue"})
@@ -180,6 +203,7 @@ class Claim:
     missing: list[str] = field(default_factory=list)
     soft: bool = False  # a weak shape: dropped when it resolves to nothing
     listed: bool = False  # an item of a list of ops: its words are whole words of the names
+    topic: bool = False  # a title's topic: when it names no function, it stands for the diff's GPU work
 
     @property
     def backed(self) -> bool:
@@ -248,6 +272,22 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
                 found.append(Claim(text, subject, sentence.line, soft=soft, listed=True))
         claims.extend(found)
     return claims
+
+
+def title_topic(title: Sentence) -> Claim | None:
+    """The claim a terse title makes of the whole change ("Fix mistral attention on
+    Metal", "[Metal] Concurrent dispatching", "WGPU: matmul vec4"): a title that names a
+    GPU backend and is neither upkeep (a refactor, a bump, CI) nor about the host. Its
+    subject is the title without the backend and the verb; it is soft, and when its
+    subject names no changed function it stands for the diff's GPU code of that backend
+    (the title of a one-topic change describes the diff)."""
+    text = title.with_code or title.text
+    if not _BACKEND_WORD.search(text) or _UPKEEP.search(text) or _HOST.search(text):
+        return None
+    if _NOT_A_CLAIM.search(text):
+        return None
+    subject = " ".join(_TOPIC_NOISE.sub(" ", _BRANCH_PREFIX.sub(" ", text)).split()).strip(" .:-")
+    return Claim(text, subject, title.line, soft=True, topic=True) if subject else None
 
 
 def _said_of_the_device(text: str) -> bool:
@@ -371,6 +411,11 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
         if not f.cpu_build and (about_backward or not _BACKWARD_NAME.search(f.fn.qualname))
     ]
     named = _named(claim, subject, candidates)
+    # A claim that names a backend is about that backend's code (`conv2d` of "Feat/wgpu/conv"
+    # in `burn-wgpu`, not `Conv2dConfig::init` in `burn-core`).
+    named = _saying_backend(claim.text, named) or named
+    if claim.topic:
+        named = _topic_functions(claim, subject, named, candidates, findings)
     # The functions that do the GPU work stand for the claim; a trait's default method
     # that returns "not implemented" is not the implementation being claimed.
     with_evidence = [f for f in named if f.evidence]
@@ -387,6 +432,8 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
     # launcher (`Tensor::lu_factor` -> `gpu_lu_factor_f32`) is tested through it.
     launchers = [f for f in claim.functions if f.direct_evidence]
     untested = [f for f in launchers or claim.functions if id(f) not in reach]
+    if claim.topic and len(untested) < len(launchers or claim.functions):
+        untested = []  # a title that stands for the diff's GPU work: a GPU test runs that work
     for item in claim.functions:
         where = f"`{item.fn.qualname}` ({item.path}:{item.fn.fn_line})"
         if not item.evidence:
@@ -401,6 +448,16 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
                 claim.missing.append(f"{where}: {finding.rule} at {finding.path}:{finding.line} — 4c")
         if item in untested:
             claim.missing.append(f"{where}: no GPU test reaches it — 4d")
+
+
+def _touches_the_gpu(item: IndexedFunction, findings: list[Finding]) -> bool:
+    """GPU code by its name or place, backend evidence, or a code finding (the
+    analyzer flags only code that handles GPU work)."""
+    return (
+        item.is_gpu_code
+        or bool(item.evidence)
+        or any(f.path == item.path and item.fn.line <= f.line <= item.fn.end_line for f in findings)
+    )
 
 
 def _named(claim: Claim, subject: list[str], candidates: list[IndexedFunction]) -> list[IndexedFunction]:
@@ -435,6 +492,45 @@ def _of_the_backend(text: str, functions: list[IndexedFunction]) -> list[Indexed
         if not (found := {m.group().lower() for m in _BACKEND_NAME.finditer(f"{f.path} {f.fn.qualname}")})
         or found & named
     ]
+
+
+def _topic_functions(
+    claim: Claim,
+    subject: list[str],
+    named: list[IndexedFunction],
+    candidates: list[IndexedFunction],
+    findings: list[Finding],
+) -> list[IndexedFunction]:
+    """What a title's topic stands for: the functions it names, when they are of the
+    backend it names (or it names none); else the diff's GPU code of that backend, when
+    the title speaks of it; else what it names."""
+    if named and (_saying_backend(claim.text, named) or not _BACKEND_NAME.search(claim.text)):
+        return named
+    work = [f for f in candidates if not f.support_code and _touches_the_gpu(f, findings)]
+    return _spoken_of(subject, _saying_backend(claim.text, work) or work) or named
+
+
+def _saying_backend(text: str, functions: list[IndexedFunction]) -> list[IndexedFunction]:
+    """The functions whose file or name says a backend the text names."""
+    named = {m.group().lower() for m in _BACKEND_NAME.finditer(text)}
+    return [
+        f
+        for f in functions
+        if named & {m.group().lower() for m in _BACKEND_NAME.finditer(f"{f.path} {f.fn.qualname}")}
+    ]
+
+
+def _spoken_of(subject: list[str], functions: list[IndexedFunction]) -> list[IndexedFunction]:
+    """The diff's GPU code when the title speaks of it: a word of the subject is a word
+    of their files, names or calls ("[Metal] Concurrent dispatching" of a change to
+    `MTLDispatchType::Concurrent`); none when the title is about something else."""
+    spoken = {
+        word
+        for f in functions
+        for text in (f.path, f.fn.qualname, *(f"{c.qualifier} {c.name}" for c in f.fn.calls))
+        for word in subject_words(text)
+    }
+    return functions if set(subject) & spoken else []
 
 
 def _findings_reached(ws: Workspace, item: IndexedFunction, findings: list[Finding]) -> list[Finding]:

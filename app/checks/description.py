@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.checks.claims import Claim, extract_claims, judge
+from app.checks.claims import Claim, extract_claims, judge, title_topic
 from app.checks.mentions import mentioned_claims, planned_lines
 from app.checks.model import Finding
 from app.checks.prose import Sentence, sentences
@@ -37,5 +37,12 @@ def description_context(
         judge(ws, claim, named, findings)
         if claim.functions:
             ctx.claims.append(claim)
+    # A description that claims nothing in so many words is a terse one: its title is
+    # its claim.
+    topic = title_topic(said[0]) if said and said[0].line == 0 else None
+    if topic and not ctx.claims:
+        judge(ws, topic, changed, findings)
+        if topic.functions:
+            ctx.claims.append(topic)
     ctx.claims.sort(key=lambda c: c.line)
     return ctx

@@ -174,6 +174,7 @@ class Workspace:
                 item.direct_evidence = self._external_gpu_call(item.fn)
         self.callers: dict[Key, list[int]] = {}  # call key -> indexes of the functions making it
         self._by_type: dict[str, list[int]] | None = None  # impl type -> indexes of its methods
+        self._picked: dict[tuple[Key, str], list[int]] = {}  # (call key, caller's file) -> targets
         self._propagate_evidence()
 
     def enclosing(self, path: str, line: int) -> IndexedFunction | None:
@@ -214,12 +215,33 @@ class Workspace:
 
     def _targets(self, key: Key, caller: IndexedFunction) -> list[int]:
         """Definitions a call may reach. A plain ``foo()`` reaches a ``foo`` of the
-        caller's own crate when there is one (that is what is in scope)."""
+        caller's own crate when there is one (that is what is in scope). ``T::m()`` of a
+        type several files define (each model of candle has its own ``RmsNorm``) reaches
+        the one of the caller's file, else the one its ``use`` declarations import."""
         found = self.definitions.get(key, [])
-        if key[0] == "f" and len(found) > 1:
+        if len(found) < 2 or key[0] not in ("f", "t"):
+            return found
+        if key[0] == "f":
             same = [i for i in found if self.functions[i].crate == caller.crate]
             return same or found
-        return found
+        cache_key = (key, caller.path)
+        picked = self._picked.get(cache_key)
+        if picked is None:
+            picked = self._pick_type(key[1], caller, found)
+            self._picked[cache_key] = picked
+        return picked
+
+    def _pick_type(self, type_name: str, caller: IndexedFunction, found: list[int]) -> list[int]:
+        if len({self.functions[i].path for i in found}) < 2:
+            return found
+        own = [i for i in found if self.functions[i].path == caller.path]
+        if own:
+            return own
+        modules = _imported_from(type_name, caller.file.facts.uses)
+        imported = [
+            i for i in found if any(f"/{m}/" in _module_path(self.functions[i].path) for m in modules)
+        ]
+        return imported or found
 
     def call_evidence(self, call: Call, caller: IndexedFunction) -> str:
         """Backend evidence reached through one call ("" when none). Moving data is
@@ -249,7 +271,8 @@ class Workspace:
                     seen.add(key)
                     callers.setdefault(key, []).append(index)
         while queue:
-            item = self.functions[queue.popleft()]
+            index = queue.popleft()
+            item = self.functions[index]
             if item.moves_data:
                 continue  # moving data is not computing: no evidence flows from here
             for key in definition_keys(item.fn):
@@ -259,12 +282,8 @@ class Workspace:
                     caller = self.functions[caller_index]
                     if caller.evidence:
                         continue
-                    if (
-                        key[0] == "f"
-                        and caller.crate != item.crate
-                        and any(self.functions[i].crate == caller.crate for i in self.definitions[key])
-                    ):
-                        continue  # the caller's own crate defines this name
+                    if key[0] in ("f", "t") and index not in self._targets(key, caller):
+                        continue  # the name in scope at the caller is another definition
                     caller.evidence = f"calls `{item.fn.qualname}` ({item.path}:{item.fn.fn_line})"
                     queue.append(caller_index)
 
@@ -311,7 +330,7 @@ class Workspace:
                 if key is None or key in visited_keys:
                     continue
                 visited_keys.add(key)
-                targets = self.definitions.get(key, ())
+                targets = self._targets(key, self.functions[index])
                 if key[0] == "g" or (key[0] == "t" and not targets and not self._methods_of(key[1])):
                     # Generic code reaches the trait impls of every type it may be
                     # instantiated with; so does a call on a type the workspace gives
@@ -335,6 +354,26 @@ class Workspace:
                 if item.fn.impl_type:
                     self._by_type.setdefault(item.fn.impl_type, []).append(index)
         return self._by_type.get(type_name, [])
+
+
+def _imported_from(type_name: str, uses: tuple[str, ...]) -> list[str]:
+    """The modules (or crates) the ``use`` declarations that name ``type_name`` import it
+    from: ``with_tracing`` of ``use crate::models::with_tracing::{linear, RmsNorm};``."""
+    modules: list[str] = []
+    for use in uses:
+        at = re.search(rf"\b{re.escape(type_name)}\b", use)
+        if at:
+            path = [
+                m for m in re.findall(r"(\w+)\s*::", use[: at.start()]) if m not in ("crate", "self", "super")
+            ]
+            modules.extend(path[-1:])
+    return modules
+
+
+def _module_path(path: str) -> str:
+    """A file's path as module names: ``candle_nn/src/layer_norm.rs`` for
+    ``candle-nn/src/layer_norm.rs``, so that a module or crate name is a part of it."""
+    return "/" + path.replace("-", "_").removesuffix(".rs") + "/"
 
 
 def crate_of(path: str) -> str:
