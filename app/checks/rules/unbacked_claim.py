@@ -22,6 +22,10 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     unverifiable. Each op of a list is a claim of its own ("GPU kernels for div,
     exp, log"), and so is a changed GPU function the description names as done
     work (`gpu_softmax`, `SigmoidBackward`, a kernel source such as `LOG_F64_PTX`).
+    A description that claims nothing in so many words is a terse one: a title
+    that names a GPU backend ("[Metal] Concurrent dispatching", "WGPU: matmul
+    vec4") is its claim, about the functions it names in that backend or, when it
+    names none, the diff's GPU code of that backend that its words speak of.
 
     ## Why is this bad?
     Spec Step 5: "Never use 'implemented', 'added GPU support', 'GPU-accelerated',
