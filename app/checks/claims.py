@@ -22,7 +22,8 @@ _DONE = (
     r"|introduce|write|route|dispatch|migrate|migrated|migrates|unblocks?|unblocked)"
 )
 _TARGET = r"(?:the\s+)?`?(?:gpu|gpus|cuda|device|wgpu|cubecl|metal|vulkan|rocm|accelerator)\b`?"
-_BACKEND = r"(?:gpu|cuda|ptx|metal|wgpu|cubecl|vulkan|rocm)"  # the word that names a GPU backend
+_BACKENDS = "cuda|metal|wgpu|cubecl|vulkan|rocm"  # the names of GPU backends
+_BACKEND = rf"(?:gpu|ptx|{_BACKENDS})"  # the word that names a GPU backend
 # What an implementation of an op for a backend is called.
 _IMPLEMENTATION = r"(?:implementation|kernels?|support|bindings?|version|variant)"
 _X = r"(?P<x>(?:[\w<>\-/+.,()' ]|::|(?<=_)\*){2,80}?)"  # `::` joins a path (Tensor::amin), one `:` ends
@@ -159,15 +160,13 @@ _TEST_NAME = re.compile(r"test|_matches_|_reference\b|\bci\b|\bjobs?\b|workflow|
 _SUBJECT_NOISE = re.compile(
     r"\([^)]*\)|<[^>]*>|\b(?:the|a|an|fused|native|new|all|both|full|fully|its|our|existing|"
     r"kernels?|ops?|paths?|support|implementation|version|forward|dispatch|now|too|also"
-    r"|unblocks?|extends?|extended|impls?|cuda|metal|wgpu|cubecl|vulkan|rocm)\b|'s\b|\b\d-?D\b",
+    rf"|unblocks?|extends?|extended|impls?|{_BACKENDS})\b|'s\b|\b\d-?D\b",
     re.I,
 )
 _DETOUR_RULES = HOST_DETOUR_RULES | {"cpu-detour"}
 _BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|vulkan|rocm)(?![a-z])", re.I)
 # A title that names a GPU backend (or the GPU) as the place of the work.
-_BACKEND_WORD = re.compile(
-    r"\b(?:gpu|cuda|metal|wgpu|cubecl|vulkan|rocm|hip|spirv|cudnn|cublas\w*|ptx|wgsl|msl|mps)\b", re.I
-)
+_BACKEND_WORD = re.compile(rf"\b(?:gpu|{_BACKENDS}|hip|spirv|cudnn|cublas\w*|ptx|wgsl|msl|mps)\b", re.I)
 # Upkeep, not GPU work: a title about it makes no claim ("Update cubecl", "Metal commands
 # refactoring", "Split the cuda error file", "ci: fix wgpu-info").
 _UPKEEP = re.compile(
@@ -183,7 +182,7 @@ _BRANCH_PREFIX = re.compile(r"^\s*(?:\w+/)+|^\s*\[[^\]]*\]|^\s*\w+(?:\([^)]*\))?
 _TOPIC_NOISE = re.compile(
     r"\b(?:fix(?:es|ed)?|add(?:s|ed)?|handle[sd]?|improve[sd]?|support(?:s|ed)?|enable[sd]?|implement\w*"
     r"|feat|perf|make|makes|allow\w*|use[sd]?|faster|better|new|initial|first|draft|more|some|small"
-    r"|the|a|an|for|on|in|to|of|with|and|from|via|gpu|cuda|metal|wgpu|cubecl|vulkan|rocm|hip|spirv"
+    rf"|the|a|an|for|on|in|to|of|with|and|from|via|gpu|{_BACKENDS}|hip|spirv"
     r"|backends?|kernels?|ops?)\b|\(#\d+\)",
     re.I,
 )
