@@ -482,15 +482,19 @@ def _named(claim: Claim, subject: list[str], candidates: list[IndexedFunction]) 
 def _of_the_backend(text: str, functions: list[IndexedFunction]) -> list[IndexedFunction]:
     """The functions of the backends a claim names ("Rope cuda bindings" is not about
     `call_rope_i` in the metal kernels crate); all of them when it names none."""
-    named = {m.group().lower() for m in _BACKEND_NAME.finditer(text)}
+    named = _backends_in(text)
     if not named:
         return functions
-    return [
-        f
-        for f in functions
-        if not (found := {m.group().lower() for m in _BACKEND_NAME.finditer(f"{f.path} {f.fn.qualname}")})
-        or found & named
-    ]
+    return [f for f in functions if not (found := _backends_of(f)) or found & named]
+
+
+def _backends_in(text: str) -> set[str]:
+    return {m.group().lower() for m in _BACKEND_NAME.finditer(text)}
+
+
+def _backends_of(function: IndexedFunction) -> set[str]:
+    """The backends a function's file or name says it belongs to."""
+    return _backends_in(f"{function.path} {function.fn.qualname}")
 
 
 def _topic_functions(
@@ -503,7 +507,7 @@ def _topic_functions(
     """What a title's topic stands for: the functions it names, when they are of the
     backend it names (or it names none); else the diff's GPU code of that backend, when
     the title speaks of it; else what it names."""
-    if named and (_saying_backend(claim.text, named) or not _BACKEND_NAME.search(claim.text)):
+    if named and (_saying_backend(claim.text, named) or not _backends_in(claim.text)):
         return named
     work = [f for f in candidates if not f.support_code and _touches_the_gpu(f, findings)]
     return _spoken_of(subject, _saying_backend(claim.text, work) or work) or named
@@ -511,12 +515,8 @@ def _topic_functions(
 
 def _saying_backend(text: str, functions: list[IndexedFunction]) -> list[IndexedFunction]:
     """The functions whose file or name says a backend the text names."""
-    named = {m.group().lower() for m in _BACKEND_NAME.finditer(text)}
-    return [
-        f
-        for f in functions
-        if named & {m.group().lower() for m in _BACKEND_NAME.finditer(f"{f.path} {f.fn.qualname}")}
-    ]
+    named = _backends_in(text)
+    return [f for f in functions if named & _backends_of(f)]
 
 
 def _spoken_of(subject: list[str], functions: list[IndexedFunction]) -> list[IndexedFunction]:
