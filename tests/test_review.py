@@ -806,3 +806,33 @@ def test_a_type_defined_in_several_files_is_the_one_the_caller_imports() -> None
         "models/src/qwen.rs": files["models/src/qwen.rs"].replace("with_tracing", "mimi"),
     }
     assert "mimi.rs" in evidence_of_qwen(imports_mimi)
+
+
+def test_a_claim_naming_a_module_is_about_its_changed_functions() -> None:
+    # "einops" is no function's name: it is the module `rearrange` lives in.
+    files = {"core/src/einops.rs": KERNEL.replace("gpu_scale", "rearrange"), "core/tests/gpu.rs": GPU_TEST}
+    body = "- Fix permute, split and einops GPU crashes"
+    assert claims_of(body, files) == [("einops", False)]  # no GPU test reaches `rearrange`
+    tested = {**files, "core/tests/gpu.rs": GPU_TEST.replace("gpu_scale", "rearrange")}
+    assert claims_of(body, tested) == [("einops", True)]
+
+
+def test_a_counted_set_of_kernels_claims_every_op_it_lists() -> None:
+    files = {"src/kernels.rs": KERNEL.replace("gpu_scale", "gpu_add_bf16"), "tests/gpu.rs": GPU_TEST}
+    body = "bf16: 3 mixed-precision PTX kernels covering add/gelu/softmax with f32 accumulation."
+    found = claims_of(body, files)
+    # `gelu` and `softmax` name nothing the diff changes: claimed, so unverifiable.
+    assert [(s, b) for s, b in found if s != "add"] == [("gelu", False), ("softmax", False)]
+    assert ("add", False) in found  # resolved, and held to 4d like any claim
+
+
+def test_a_quantifier_is_no_subject() -> None:
+    assert claims_of("No CPU round-trips anywhere; every op executes on the GPU.", {"src/lib.rs": KERNEL}) == []
+
+
+def test_a_test_file_gated_on_the_gpu_feature_holds_gpu_tests() -> None:
+    gated = '#![cfg(feature = "gpu")]\n#[test]\nfn scale_basic() {\n    gpu_scale(&upload(), &backend());\n}\n'
+    files = {"src/lib.rs": KERNEL, "tests/probe.rs": gated}
+    assert claims_of("Implemented scale on the GPU.", files) == [("scale", True)]
+    ungated = {**files, "tests/probe.rs": gated.split("\n", 1)[1]}
+    assert claims_of("Implemented scale on the GPU.", ungated) == [("scale", False)]

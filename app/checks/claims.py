@@ -4,7 +4,7 @@ Step 4 and 5), and the hostile reviewer's questions of 4e answered from the code
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from app.checks.engine import HOST_DETOUR_RULES
@@ -140,7 +140,7 @@ _NOT_A_CLAIM = re.compile(
 _HOST = re.compile(r"\b(?:cpu|host)\b", re.I)  # "moved GPU tensors to CPU" claims nothing for the GPU
 _NOT_A_SUBJECT = re.compile(
     r"\s*(?:\d(?!-?d\b)|(?:one|two|three|four|five|six|seven|eight|nine|ten|dozens?)\b|in\b|on\b|for\b|when\b|via\b|to\b|at\b|is\b|are\b|over\b|by\b|with\b|from\b|as\b"
-    r"|through\b|into\b|onto\b|more\b|others?\b|etc\b|this\b|that\b|it\b|result|tensor\b(?!::)|output|input|data\b|end-to-end|next\b|done\b|todo\b|tests?\b"
+    r"|through\b|into\b|onto\b|more\b|others?\b|every(?:thing)?\b|each\b|major\b|etc\b|this\b|that\b|it\b|result|tensor\b(?!::)|output|input|data\b|end-to-end|next\b|done\b|todo\b|tests?\b"
     r"|changes?\b|summary\b|notes?\b|status\b|rs\b|add(?:s|ed)?\b|implement\w*|port(?:s|ed)?\b|wire\w*|new\b|use[sd]?\b"
     r"|(?:interfaces?|traits?|apis?|surfaces?)\s*$|\w+ly\s*$)",  # "dispatch interface", "cleanly"
     re.I,
@@ -462,21 +462,34 @@ def _touches_the_gpu(item: IndexedFunction, findings: list[Finding]) -> bool:
 def _named(claim: Claim, subject: list[str], candidates: list[IndexedFunction]) -> list[IndexedFunction]:
     """The functions the claim's subject names, the first way that finds any: by the
     whole subject; without its dtype words ("where_cond f32" names `where_cond`); by
-    the kernel source they launch ("MISH_F64_PTX", "the fill kernels" for `FILL`)."""
+    the kernel source they launch ("MISH_F64_PTX", "the fill kernels" for `FILL`); by
+    the module they are in ("einops" names `rearrange_with` in `einops.rs`, "ViT" the
+    changed functions of `models/vit.rs`)."""
     plain = [w for w in subject if not _DTYPE.fullmatch(w)]
-    ways = [(subject, claim.listed, False), (plain, claim.listed, False), (subject, True, True)]
-    for words, whole_words, by_source in ways:
+    ways: list[tuple[list[str], bool, Callable[[IndexedFunction], Iterable[str]]]] = [
+        (subject, claim.listed, lambda f: (f.fn.qualname,)),
+        (plain, claim.listed, lambda f: (f.fn.qualname,)),
+        (subject, True, lambda f: f.kernel_sources),
+        (plain, True, lambda f: (f"{_module_of(f.path)} {f.fn.qualname}",)),
+    ]
+    for words, whole_words, names_of in ways:
         named = [
             f
             for f in candidates
-            if any(
-                names_subject(name, words, whole_words=whole_words)
-                for name in (f.kernel_sources if by_source else (f.fn.qualname,))
-            )
+            if any(names_subject(name, words, whole_words=whole_words) for name in names_of(f))
         ]
         if named:
             return named
     return []
+
+
+def _module_of(path: str) -> str:
+    """The name of the module a file is: its stem, or its folder's for `mod.rs` / `lib.rs`."""
+    parts = path.split("/")
+    stem = parts[-1].rsplit(".", 1)[0]
+    if stem in ("mod", "lib", "main") and len(parts) > 1:
+        return parts[-2] if parts[-2] != "src" or len(parts) < 3 else parts[-3]
+    return stem
 
 
 def _of_the_backend(text: str, functions: list[IndexedFunction]) -> list[IndexedFunction]:

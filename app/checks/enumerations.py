@@ -41,6 +41,9 @@ _HEAD_DONE = re.compile(
     r"|kernels|ops|sites|dispatch(?:es|ed)?|routed|enumerated|expand(?:s|ed)?|covers?|covered)\b",
     re.I,
 )
+# "8 mixed-precision PTX kernels covering add/mul/div": a counted set of kernels whose
+# members the list names, each one claimed.
+_COUNTED_KERNELS = re.compile(r"\b\d+\s+(?:[\w-]+\s+){0,3}?(?:kernels|ops)\s+(?:covering|for)\s*$", re.I)
 # Besides what is not done work at all, a list of examples or of CPU work.
 _NOT_DONE = re.compile(rf"{NOT_DONE_WORK.pattern}|\b(?:cpu|host|e\.g|such as|like)\b", re.I)
 # "feat(gpu,serialize,llama): ": the scopes of a conventional commit are no list of ops.
@@ -80,7 +83,10 @@ def enumerated_subjects(text: str, head_about_gpu: bool) -> list[tuple[str, bool
             continue
         # The head may span clauses ("sites enumerated + wired: A, B, C"); the context
         # of a list in running text is its own clause.
-        claimed = bool(_HEAD_END.search(before) and GPU_WORD.search(before) and _HEAD_DONE.search(before))
+        claimed = bool(
+            GPU_WORD.search(before)
+            and ((_HEAD_END.search(before) and _HEAD_DONE.search(before)) or _COUNTED_KERNELS.search(before))
+        )
         clause_start = max((m.end() for m in _CLAUSE.finditer(before)), default=0)
         clause_end = next((listing.end() + m.start() for m in _CLAUSE.finditer(after)), len(text))
         # A GPU word inside the list is one of its items ("..., GRU, f64 GPU"), no context.

@@ -32,7 +32,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "21"
+EXTRACTOR_VERSION = "22"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 
@@ -426,6 +426,9 @@ class _Scope:
             elif kind == "mod_item":
                 modules.append(_text(parent.child_by_field_name("name")))
                 attrs.extend(_attributes(parent)[0])
+            elif kind == "source_file":
+                # `#![cfg(feature = "gpu")]` at the top of a file gates all of it.
+                attrs.extend(_text(c) for c in parent.named_children if c.type == "inner_attribute_item")
             parent = parent.parent
         self.modules = tuple(reversed(modules))
         self.outer_attrs = tuple(attrs)
