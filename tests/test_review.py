@@ -827,12 +827,30 @@ def test_a_counted_set_of_kernels_claims_every_op_it_lists() -> None:
 
 
 def test_a_quantifier_is_no_subject() -> None:
-    assert claims_of("No CPU round-trips anywhere; every op executes on the GPU.", {"src/lib.rs": KERNEL}) == []
+    assert (
+        claims_of("No CPU round-trips anywhere; every op executes on the GPU.", {"src/lib.rs": KERNEL}) == []
+    )
 
 
 def test_a_test_file_gated_on_the_gpu_feature_holds_gpu_tests() -> None:
-    gated = '#![cfg(feature = "gpu")]\n#[test]\nfn scale_basic() {\n    gpu_scale(&upload(), &backend());\n}\n'
+    gated = (
+        '#![cfg(feature = "gpu")]\n#[test]\nfn scale_basic() {\n    gpu_scale(&upload(), &backend());\n}\n'
+    )
     files = {"src/lib.rs": KERNEL, "tests/probe.rs": gated}
     assert claims_of("Implemented scale on the GPU.", files) == [("scale", True)]
     ungated = {**files, "tests/probe.rs": gated.split("\n", 1)[1]}
     assert claims_of("Implemented scale on the GPU.", ungated) == [("scale", False)]
+
+
+def test_a_plain_call_reaches_the_function_of_its_own_crate_wherever_it_was_reached_first() -> None:
+    # Both crates define `cross`; the test reaches burn-candle's first, then burn-cubecl's.
+    files = {
+        "crates/burn-candle/src/ops.rs": "pub fn cross() {}\npub fn candle_cross() { cross() }\n",
+        "crates/burn-cubecl/src/kernel/cross.rs": textwrap.dedent(KERNEL.replace("gpu_scale", "cross")),
+        "crates/burn-cubecl/src/ops.rs": "pub fn cubecl_cross(x: &CudaSlice<f32>, dev: &CudaDevice) "
+        "{ cross(x, dev).unwrap() }\n",
+        "crates/burn-cubecl/tests/gpu.rs": GPU_TEST.replace(
+            "gpu_scale(&x, &dev)", "candle_cross(); cubecl_cross(&x, &dev)"
+        ),
+    }
+    assert claims_of("Implemented cross on the GPU.", files) == [("cross", True)]

@@ -231,6 +231,12 @@ class Workspace:
             self._picked[cache_key] = picked
         return picked
 
+    def _call_site(self, key: Key, caller: IndexedFunction) -> str:
+        """What of the caller's place decides the targets of a call (see ``_targets``)."""
+        if len(self.definitions.get(key, ())) < 2:
+            return ""
+        return {"f": caller.crate, "t": caller.path}.get(key[0], "")
+
     def _pick_type(self, type_name: str, caller: IndexedFunction, found: list[int]) -> list[int]:
         if len({self.functions[i].path for i in found}) < 2:
             return found
@@ -311,7 +317,7 @@ class Workspace:
         ids = {id(r): i for i, r in enumerate(self.functions)}
         reached: set[int] = set()
         queue = deque(ids[id(r)] for r in roots)
-        visited_keys: set[Key] = set()
+        visited_keys: set[tuple[Key, str]] = set()
         built: set[str] = set()  # types the reached code builds values of
         dispatched: set[str] = set()  # method names called too widely to resolve by name
         while queue:
@@ -327,9 +333,14 @@ class Workspace:
                     queue.extend(i for i in methods if self.functions[i].fn.name in dispatched)
             for call in fn.calls:
                 key = call_key(call, fn)
-                if key is None or key in visited_keys:
+                if key is None:
                     continue
-                visited_keys.add(key)
+                # Which of several definitions a call reaches depends on where it is made
+                # (`kernel::cross` in burn-cubecl is not burn-candle's `cross`).
+                visited = (key, self._call_site(key, self.functions[index]))
+                if visited in visited_keys:
+                    continue
+                visited_keys.add(visited)
                 targets = self._targets(key, self.functions[index])
                 if key[0] == "g" or (key[0] == "t" and not targets and not self._methods_of(key[1])):
                     # Generic code reaches the trait impls of every type it may be
