@@ -74,7 +74,8 @@ def test_a_kernel_named_by_its_entry_point_claims_the_function_that_loads_it() -
         }
         """
     # A commit message: its subject is the first line of the body, not a title.
-    found = run_review({"src/scan.rs": loader}, body="feat: GPU scans\n\n- cumsum_kernel: prefix sum\n")
+    # (In `src/scan.rs` the subject "GPU scans" would name the module too: a claim of its own.)
+    found = run_review({"src/prefix.rs": loader}, body="feat: GPU scans\n\n- cumsum_kernel: prefix sum\n")
     assert [(c.subject, c.backed, [f.fn.name for f in c.functions]) for c in found.claims] == [
         ("cumsum_kernel", False, ["gpu_cumsum"])  # no GPU test reaches it
     ]

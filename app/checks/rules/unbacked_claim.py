@@ -15,7 +15,8 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     Extracts every GPU claim of the description ("Implemented X on GPU",
     "GPU-accelerated X", "ported X to CUDA", "added GPU support for X", "X now runs
     on the GPU"), resolves X to the functions the diff adds or changes (LayerNorm
-    to `gpu_layer_norm`, "the f64 reductions" to `gpu_sum_f64`), and calls the
+    to `gpu_layer_norm`, "the f64 reductions" to `gpu_sum_f64`, "einops" to the
+    changed functions of `einops.rs`), and calls the
     claim backed only when those functions have backend evidence (4a), no CPU
     detour or fallback (4b, Step 3), no stub residue (4c) and a GPU test that
     reaches them (4d). A claim that names nothing the diff changes is reported as
