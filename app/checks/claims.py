@@ -484,12 +484,11 @@ def _named(claim: Claim, subject: list[str], candidates: list[IndexedFunction]) 
 
 
 def _module_of(path: str) -> str:
-    """The name of the module a file is: its stem, or its folder's for `mod.rs` / `lib.rs`."""
-    parts = path.split("/")
-    stem = parts[-1].rsplit(".", 1)[0]
-    if stem in ("mod", "lib", "main") and len(parts) > 1:
-        return parts[-2] if parts[-2] != "src" or len(parts) < 3 else parts[-3]
-    return stem
+    """The name of the module a file is: its stem, or its folder's (the crate's, past
+    `src/`) for `mod.rs` / `lib.rs` / `main.rs`."""
+    *folders, file = [part for part in path.split("/") if part != "src"]
+    stem = file.rsplit(".", 1)[0]
+    return folders[-1] if stem in ("mod", "lib", "main") and folders else stem
 
 
 def _of_the_backend(text: str, functions: list[IndexedFunction]) -> list[IndexedFunction]:

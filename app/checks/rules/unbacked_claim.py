@@ -16,17 +16,17 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     "GPU-accelerated X", "ported X to CUDA", "added GPU support for X", "X now runs
     on the GPU"), resolves X to the functions the diff adds or changes (LayerNorm
     to `gpu_layer_norm`, "the f64 reductions" to `gpu_sum_f64`, "einops" to the
-    changed functions of `einops.rs`), and calls the
-    claim backed only when those functions have backend evidence (4a), no CPU
-    detour or fallback (4b, Step 3), no stub residue (4c) and a GPU test that
-    reaches them (4d). A claim that names nothing the diff changes is reported as
-    unverifiable. Each op of a list is a claim of its own ("GPU kernels for div,
-    exp, log"), and so is a changed GPU function the description names as done
-    work (`gpu_softmax`, `SigmoidBackward`, a kernel source such as `LOG_F64_PTX`).
-    A description that claims nothing in so many words is a terse one: a title
-    that names a GPU backend ("[Metal] Concurrent dispatching", "WGPU: matmul
-    vec4") is its claim, about the functions it names in that backend or, when it
-    names none, the diff's GPU code of that backend that its words speak of.
+    changed functions of `einops.rs`), and calls the claim backed only when those
+    functions have backend evidence (4a), no CPU detour or fallback (4b, Step 3),
+    no stub residue (4c) and a GPU test that reaches them (4d). A claim that names
+    nothing the diff changes is reported as unverifiable. Each op of a list is a
+    claim of its own ("GPU kernels for div, exp, log"), and so is a changed GPU
+    function the description names as done work (`gpu_softmax`, `SigmoidBackward`,
+    a kernel source such as `LOG_F64_PTX`). A description that claims nothing in so
+    many words is a terse one: a title that names a GPU backend ("[Metal]
+    Concurrent dispatching", "WGPU: matmul vec4") is its claim, about the functions
+    it names in that backend or, when it names none, the diff's GPU code of that
+    backend that its words speak of.
 
     ## Why is this bad?
     Spec Step 5: "Never use 'implemented', 'added GPU support', 'GPU-accelerated',
