@@ -854,3 +854,96 @@ def test_a_plain_call_reaches_the_function_of_its_own_crate_wherever_it_was_reac
         ),
     }
     assert claims_of("Implemented cross on the GPU.", files) == [("cross", True)]
+
+
+# dfdx's shape: kernels are trait impls on the device type, reached from generic ops
+# through a method name many types define, and tests pick their device through an alias
+# that is the CUDA device under the test feature.
+_DEVICE_ALIAS = """
+#[cfg(test)]
+pub(crate) mod tests {
+    #[cfg(not(feature = "test-cuda"))]
+    pub type TestDevice = crate::Cpu;
+    #[cfg(feature = "test-cuda")]
+    pub type TestDevice = crate::Cuda;
+}
+"""
+_CONV2D_CUDA = """
+impl Conv2DKernel<f32> for Cuda {
+    fn forward(&self, x: &CudaSlice<f32>) -> Result<(), GpuError> {
+        let f = self.dev.get_func("conv2d", "conv2d_fwd").unwrap();
+        unsafe { f.launch(LaunchConfig::for_num_elems(4), (x,)) }?;
+        Ok(())
+    }
+}
+"""
+_CONV2D_OP = """
+pub fn conv2d<D: Conv2DKernel<f32>>(dev: &D, x: &D::Storage) {
+    dev.forward(x).unwrap()
+}
+#[cfg(test)]
+mod tests {
+    use crate::tests::*;
+    #[test]
+    fn test_conv2d() {
+        let dev: TestDevice = Default::default();
+        conv2d(&dev, &dev.zeros());
+    }
+}
+"""
+# Seven other types with a `forward` of their own: the name alone resolves nothing.
+_OTHER_FORWARDS = "".join(f"impl Module for Layer{i} {{ fn forward(&self) {{}} }}\n" for i in range(7))
+
+
+def _claims_of_a_change_to(changed: str, body: str, files: dict[str, str]) -> list[tuple[str, bool]]:
+    """Claims judged when the diff touches only the file ``changed`` of ``files``."""
+    sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
+    touched = {changed: frozenset(range(1, files[changed].count("\n") + 2))}
+    return [(c.subject, c.backed) for c in review(sources, RepoConfig(), touched, "", body).claims]
+
+
+def test_a_test_on_a_device_alias_of_cuda_reaches_the_cuda_impl_of_its_trait_method() -> None:
+    files = {
+        "src/lib.rs": _DEVICE_ALIAS + _OTHER_FORWARDS,
+        "src/conv2d/mod.rs": _CONV2D_OP,
+        "src/conv2d/cuda_kernel.rs": _CONV2D_CUDA,
+    }
+    kernel = "src/conv2d/cuda_kernel.rs"
+    # "conv2d" names `Cuda::forward` by its module; the test's `TestDevice` is `Cuda`.
+    assert _claims_of_a_change_to(kernel, "Add cuda kernels for conv2d", files) == [("conv2d", True)]
+    cpu_only = {**files, "src/lib.rs": _DEVICE_ALIAS.replace("crate::Cuda", "crate::Cpu") + _OTHER_FORWARDS}
+    assert _claims_of_a_change_to(kernel, "Add cuda kernels for conv2d", cpu_only) == [("conv2d", False)]
+
+
+def test_an_associated_type_naming_a_gpu_type_is_no_device_alias() -> None:
+    facts = extract(
+        b"impl Backend for B { type Device = Cuda; }\ntype Error = GpuError;\ntype Dev = Wgpu<f32>;\n"
+    )
+    assert facts.gpu_device_aliases == (("Dev", ("Wgpu",)),)
+
+
+def test_an_optimizer_claim_names_the_kernel_in_the_optimizer_module() -> None:
+    files = {
+        "src/optim/adam/cuda_kernel.rs": _CONV2D_CUDA.replace("Conv2DKernel", "AdamKernel"),
+        "src/lib.rs": _DEVICE_ALIAS,
+        "src/optim/adam/mod.rs": _CONV2D_OP.replace("Conv2DKernel", "AdamKernel"),
+    }
+    body = "Implement cuda kernels for the Adam optimizer"
+    assert _claims_of_a_change_to("src/optim/adam/cuda_kernel.rs", body, files) == [("Adam optimizer", True)]
+
+
+def test_a_changed_kernel_file_changes_the_launchers_of_its_own_files_constant() -> None:
+    # dfdx names the compiled kernel `PTX_SRC` in every kernel file.
+    def kernel_file(op: str) -> str:
+        return (
+            f'const PTX_SRC: &str = include_str!(concat!(env!("OUT_DIR"), "/{op}.ptx"));\n'
+            + _CONV2D_CUDA.replace("Conv2DKernel", f"{op.title()}Kernel").replace('"conv2d"', "PTX_SRC")
+        )
+
+    files = {
+        "src/optim/adam/cuda_kernel.rs": kernel_file("adam"),
+        "src/max_to/cuda_kernel.rs": kernel_file("max_to"),
+    }
+    sources = [SourceFile(path, extract(code.encode())) for path, code in files.items()]
+    result = review(sources, RepoConfig(), {"src/max_to/max_to.cu": frozenset({1})}, "", "Optimize max_to.")
+    assert {a.function.path for a in result.answers} == {"src/max_to/cuda_kernel.rs"}

@@ -463,14 +463,15 @@ def _named(claim: Claim, subject: list[str], candidates: list[IndexedFunction]) 
     """The functions the claim's subject names, the first way that finds any: by the
     whole subject; without its dtype words ("where_cond f32" names `where_cond`); by
     the kernel source they launch ("MISH_F64_PTX", "the fill kernels" for `FILL`); by
-    the module they are in ("einops" names `rearrange_with` in `einops.rs`, "ViT" the
-    changed functions of `models/vit.rs`)."""
+    the module they are in and the trait they implement ("einops" names `rearrange_with`
+    in `einops.rs`, "ViT" the changed functions of `models/vit.rs`, "conv2d" dfdx's
+    `impl Conv2DKernel<f32> for Cuda` in `tensor_ops/conv2d/cuda_kernel.rs`)."""
     plain = [w for w in subject if not _DTYPE.fullmatch(w)]
     ways: list[tuple[list[str], bool, Callable[[IndexedFunction], Iterable[str]]]] = [
         (subject, claim.listed, lambda f: (f.fn.qualname,)),
         (plain, claim.listed, lambda f: (f.fn.qualname,)),
         (subject, True, lambda f: f.kernel_sources),
-        (plain, True, lambda f: (f"{_module_of(f.path)} {f.fn.qualname}",)),
+        (plain, True, lambda f: (f"{_module_of(f.path)} {f.module} {f.fn.trait} {f.fn.qualname}",)),
     ]
     for words, whole_words, names_of in ways:
         named = [

@@ -16,7 +16,8 @@ _TEMPLATE_ATTR = re.compile(r"\btestgen\s*\(")  # `#[burn_tensor_testgen::testge
 
 def is_gpu_test(item: IndexedFunction, ws: Workspace) -> bool:
     """A ``#[test]`` that is about the GPU: by name, file, module, feature gate,
-    because it builds a GPU device, or because it is a test template that a GPU
+    because it builds a GPU device (itself, or through an alias of its crate such as
+    dfdx's ``TestDevice``, ``Cuda`` under the test feature), or because it is a test template that a GPU
     crate instantiates (burn's ``#[testgen(add)] mod tests``, written out for wgpu
     by ``burn_tensor::testgen_all!()`` in ``burn-wgpu``)."""
     fn = item.fn
@@ -25,7 +26,7 @@ def is_gpu_test(item: IndexedFunction, ws: Workspace) -> bool:
     template = _TEMPLATE_ATTR.search(" ".join(fn.outer_attrs))
     if template and _crate_name(item.crate) in _gpu_instantiated_crates(ws):
         return True
-    builds_device = any(s.kind == "gpu_device" for s in fn.signals)
+    builds_device = any(s.kind == "gpu_device" for s in fn.signals) or bool(ws.gpu_types_named(item))
     if _CPU_TEST_NAME.search(fn.name) and not (builds_device or gpu_code.GPU_NAME.search(fn.name)):
         return False  # `training_cpu` in a GPU test file: the CPU twin of a GPU test
     return bool(

@@ -143,6 +143,10 @@ class FileFacts:
     # Crates whose test templates the file instantiates (`burn_jit::testgen_all!()`),
     # in macro bodies too: `burn_jit`'s `testgen_all!` instantiates `burn_tensor`'s.
     instantiated_test_crates: tuple[str, ...] = ()
+    # Module-level type aliases of GPU device types (`type TestDevice = Cuda;`, under a
+    # test feature's cfg): (alias, the type names it stands for). A test that names one
+    # runs on that device.
+    gpu_device_aliases: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,6 +132,7 @@ ALTERNATIVES = {
     "normalization": ("norm",),
     "attention": ("attn", "sdpa", "flash"),
     "gradient": ("grad",),
+    "optimizer": ("optim",),
 }
 # A compound word in a claim is written as separate words in function names.
 COMPOUNDS = {

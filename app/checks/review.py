@@ -15,7 +15,7 @@ from app.checks.engine import Analysis, Touched, analyze_workspace, touches
 from app.checks.model import Finding
 from app.checks.rules import DESCRIPTION_RULES
 from app.checks.rust_index import KERNEL_FILE_EXTENSIONS
-from app.checks.workspace import SourceFile, Workspace
+from app.checks.workspace import IndexedFunction, SourceFile, Workspace
 from app.config import RepoConfig
 
 DESCRIPTION_PATH = "PR description"
@@ -41,7 +41,9 @@ def review(
     # A function is changed when its lines are, or when the kernel source it launches is.
     kernels = _changed_kernel_sources(ws, touched)
     changed = [
-        f for f in ws.functions if (touches(touched, f) or f.kernel_sources & kernels) and not f.support_code
+        f
+        for f in ws.functions
+        if (touches(touched, f) or _launches_changed_source(f, kernels)) and not f.support_code
     ]
     ctx = description_context(ws, title, body, changed, code.findings)
     description: list[Finding] = []
@@ -58,13 +60,24 @@ def review(
     return Review(code, description, ctx.claims, answers, touched, len(ops))
 
 
-def _changed_kernel_sources(ws: Workspace, touched: Touched) -> set[str]:
-    """Names of the GPU kernel source constants (PTX, WGSL, CUDA C) the diff touches,
-    in the Rust file or in the kernel file the constant includes (`fill.cu` compiled to
-    the `fill.ptx` of `FILL`)."""
+def _launches_changed_source(item: IndexedFunction, kernels: set[tuple[str, str]]) -> bool:
+    """Whether the function names a kernel source constant the diff changes: the one of
+    its own file when its file defines that name (dfdx defines a `PTX_SRC` in every
+    kernel file), else one of any file."""
+    own = {source.name for source in item.file.facts.gpu_sources}
+    changed_names = {name for _, name in kernels}
+    return any(
+        (item.path, name) in kernels if name in own else name in changed_names for name in item.kernel_sources
+    )
+
+
+def _changed_kernel_sources(ws: Workspace, touched: Touched) -> set[tuple[str, str]]:
+    """(file, name) of the GPU kernel source constants (PTX, WGSL, CUDA C) the diff
+    touches, in the Rust file or in the kernel file the constant includes (`fill.cu`
+    compiled to the `fill.ptx` of `FILL`)."""
     kernel_files = {m.group(1) for path in touched for m in [_KERNEL_FILE.search(path)] if m}
     return {
-        source.name
+        (file.path, source.name)
         for file in ws.files
         for source in file.facts.gpu_sources
         if any(source.line <= line <= source.end_line for line in touched.get(file.path, ()))

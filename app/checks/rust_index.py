@@ -32,9 +32,15 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "22"
+EXTRACTOR_VERSION = "23"
 
-_TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
+_TEXT_CAP = 400
+# A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
+# `CudaDevice`), not one that merely belongs to one (`GpuError`, `CudaSlice`).
+_GPU_DEVICE_TYPE = re.compile(
+    r"\b(?:(?:Cuda|Wgpu|Webgpu|WebGpu|Metal|Vulkan|Rocm|Hip|Cubecl|CubeCl)(?:Device|Backend|Runtime)?"
+    r"|Gpu(?:Device|Backend|Runtime))\b"
+)  # longest condition / pattern / macro-argument text kept
 
 _QUERY = """
 (function_item) @fn
@@ -56,6 +62,7 @@ _QUERY = """
 (const_item name: (identifier) @const.name value: (_) @const.value)
 (static_item name: (identifier) @const.name value: (_) @const.value)
 (use_declaration) @use
+(type_item name: (type_identifier) @alias.name type: (_) @alias.type)
 (ERROR) @error
 """
 
@@ -533,6 +540,20 @@ def _kernel_source_item(node: Node, args: Node) -> list[GpuSource]:
     return [GpuSource(found.group(1).decode(), node.start_point.row + 1, node.end_point.row + 1, files)]
 
 
+def _gpu_device_alias(name: Node, target: Node) -> tuple[str, tuple[str, ...]] | None:
+    """`type TestDevice = crate::tensor::Cuda;` at module level: (the alias, the types
+    it names) when it names a GPU device, backend or runtime type. An associated type
+    (`type Device = Cuda;` in an impl) is no name a test can use."""
+    scope = name.parent.parent if name.parent is not None else None
+    owner = scope.parent if scope is not None and scope.type == "declaration_list" else None
+    if owner is not None and owner.type in ("impl_item", "trait_item"):
+        return None
+    text = _text(target)
+    if not _GPU_DEVICE_TYPE.search(text):
+        return None
+    return _text(name), tuple(t for t in re.findall(r"\b[A-Z]\w*", text))
+
+
 def _instantiated_test_crates(blank: bytes) -> tuple[str, ...]:
     return tuple(sorted({m.group(1).decode() for m in _TESTGEN_CALL_RE.finditer(blank)}))
 
@@ -553,6 +574,7 @@ def extract(source: bytes) -> FileFacts:
     strings: list[Node] = []
     consts: list[tuple[Node, Node]] = []
     uses: list[str] = []
+    gpu_aliases: list[tuple[str, tuple[str, ...]]] = []
     error_rows: list[int] = []
 
     for _, caps in matches:
@@ -583,6 +605,10 @@ def extract(source: bytes) -> FileFacts:
             consts.append((caps["const.name"][0], caps["const.value"][0]))
         elif "use" in caps:
             uses.append(_text(caps["use"][0], 300))
+        elif "alias.name" in caps:
+            alias = _gpu_device_alias(caps["alias.name"][0], caps["alias.type"][0])
+            if alias:
+                gpu_aliases.append(alias)
         elif "error" in caps:
             error_rows.append(caps["error"][0].start_point.row + 1)
 
@@ -726,4 +752,5 @@ def extract(source: bytes) -> FileFacts:
         syntax_errors=sorted(set(error_rows)),
         suppressions=suppressions,
         instantiated_test_crates=_instantiated_test_crates(blank),
+        gpu_device_aliases=tuple(gpu_aliases),
     )

@@ -173,6 +173,12 @@ class Workspace:
             if not item.direct_evidence:
                 item.direct_evidence = self._external_gpu_call(item.fn)
         self.callers: dict[Key, list[int]] = {}  # call key -> indexes of the functions making it
+        # Per crate: the aliases of GPU device types its files declare, and what they name.
+        self._gpu_aliases: dict[str, dict[str, tuple[str, ...]]] = {}
+        self._named_types: dict[int, tuple[str, ...]] = {}  # id() of a function -> gpu_types_named
+        for source in self.files:
+            for alias, types in source.facts.gpu_device_aliases:
+                self._gpu_aliases.setdefault(crate_of(source.path), {})[alias] = types
         self._by_type: dict[str, list[int]] | None = None  # impl type -> indexes of its methods
         self._picked: dict[tuple[Key, str], list[int]] = {}  # (call key, caller's file) -> targets
         self._propagate_evidence()
@@ -326,7 +332,7 @@ class Workspace:
                 continue
             reached.add(index)
             fn = self.functions[index].fn
-            for type_name in fn.constructs:
+            for type_name in (*fn.constructs, *self.gpu_types_named(self.functions[index])):
                 if type_name not in built:
                     built.add(type_name)
                     methods = self._methods_of(type_name)
@@ -358,6 +364,20 @@ class Workspace:
                 queue.extend(targets)
         return reached
 
+    def gpu_types_named(self, item: IndexedFunction) -> tuple[str, ...]:
+        """The GPU device types a function names through an alias of its crate
+        (`let dev: TestDevice = Default::default();` with `type TestDevice = Cuda;` in
+        the crate's test module under a cfg): what it runs its work on."""
+        aliases = self._gpu_aliases.get(item.crate)
+        if not aliases:
+            return ()
+        found = self._named_types.get(id(item))
+        if found is None:
+            named = set(_TYPE_NAME.findall(item.fn.text))
+            found = tuple(t for alias, types in aliases.items() if alias.encode() in named for t in types)
+            self._named_types[id(item)] = found
+        return found
+
     def _methods_of(self, type_name: str) -> list[int]:
         if self._by_type is None:
             self._by_type = {}
@@ -365,6 +385,9 @@ class Workspace:
                 if item.fn.impl_type:
                     self._by_type.setdefault(item.fn.impl_type, []).append(index)
         return self._by_type.get(type_name, [])
+
+
+_TYPE_NAME = re.compile(rb"\b[A-Z]\w*")
 
 
 def _imported_from(type_name: str, uses: tuple[str, ...]) -> list[str]:
