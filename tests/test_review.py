@@ -947,3 +947,13 @@ def test_a_changed_kernel_file_changes_the_launchers_of_its_own_files_constant()
     sources = [SourceFile(path, extract(code.encode())) for path, code in files.items()]
     result = review(sources, RepoConfig(), {"src/max_to/max_to.cu": frozenset({1})}, "", "Optimize max_to.")
     assert {a.function.path for a in result.answers} == {"src/max_to/cuda_kernel.rs"}
+
+
+def test_a_list_head_naming_a_module_does_not_claim_the_module_whole() -> None:
+    # The bullets under the head name what was done; the head's words are a category.
+    impl = "impl GradFn for SigmoidBackward {\n" + KERNEL.replace("gpu_scale", "backward") + "}\n"
+    files = {"core/src/grad_fns/activation.rs": impl}
+    head = "Activation backward GPU paths (activation.rs):\n- fused kernel for the sigmoid grad\n"
+    assert claims_of(head, files) == []
+    said = "Activation backward now runs on the GPU.\n"
+    assert claims_of(said, files) == [("Activation backward", False)]  # no GPU test reaches it

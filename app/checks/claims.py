@@ -465,14 +465,16 @@ def _named(claim: Claim, subject: list[str], candidates: list[IndexedFunction]) 
     the kernel source they launch ("MISH_F64_PTX", "the fill kernels" for `FILL`); by
     the module they are in and the trait they implement ("einops" names `rearrange_with`
     in `einops.rs`, "ViT" the changed functions of `models/vit.rs`, "conv2d" dfdx's
-    `impl Conv2DKernel<f32> for Cuda` in `tensor_ops/conv2d/cuda_kernel.rs`)."""
+    `impl Conv2DKernel<f32> for Cuda` in `tensor_ops/conv2d/cuda_kernel.rs`), unless the
+    claim is a title or a list's head (``_summarises``)."""
     plain = [w for w in subject if not _DTYPE.fullmatch(w)]
     ways: list[tuple[list[str], bool, Callable[[IndexedFunction], Iterable[str]]]] = [
         (subject, claim.listed, lambda f: (f.fn.qualname,)),
         (plain, claim.listed, lambda f: (f.fn.qualname,)),
         (subject, True, lambda f: f.kernel_sources),
-        (plain, True, lambda f: (f"{_module_of(f.path)} {f.module} {f.fn.trait} {f.fn.qualname}",)),
     ]
+    if not _summarises(claim):
+        ways.append((plain, True, lambda f: (_placed_name(f),)))
     for words, whole_words, names_of in ways:
         named = [
             f
@@ -482,6 +484,18 @@ def _named(claim: Claim, subject: list[str], candidates: list[IndexedFunction]) 
         if named:
             return named
     return []
+
+
+def _summarises(claim: Claim) -> bool:
+    """A title or a list's head: its words are categories ("differentiable
+    transcendentals", "Activation backward GPU paths (activation.rs):") that the lines
+    below name precisely, not modules to claim whole."""
+    return claim.line == 0 or claim.text.rstrip().endswith(":")
+
+
+def _placed_name(item: IndexedFunction) -> str:
+    """A function's name with the modules it is in and the trait it implements."""
+    return f"{_module_of(item.path)} {item.module} {item.fn.trait} {item.fn.qualname}"
 
 
 def _module_of(path: str) -> str:
