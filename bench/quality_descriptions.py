@@ -5,8 +5,10 @@ The labelled set (``bench/descriptions/cases.jsonl``, one JSON object a line) ha
 kinds of case:
 
 * ``real``: a commit of the repository ``--git-dir`` names (forecast-bio/ferrotorch
-  for most sets; huggingface/candle and tracel-ai/burn for ``heldout7_*`` and
-  ``heldout8_*``). The description is the commit message (read from the git dir at run time, never stored
+  for most sets; huggingface/candle and tracel-ai/burn for ``heldout7_*`` to
+  ``heldout9_*``; EricLBuehler/mistral.rs and tracel-ai/cubecl for ``heldout10_*``;
+  coreylowman/dfdx and luminal-ai/luminal for ``heldout11_*``; webonnx/wonnx for
+  ``heldout12_wonnx``). The description is the commit message (read from the git dir at run time, never stored
   in this repository) and the change is ``commit^..commit``.
 * ``adversarial``: a hand-written ``title`` and ``body`` with a tiny Rust workspace:
   ``base_files`` (the base state, possibly empty) and ``files`` (the head state).
