@@ -17,9 +17,9 @@ _TEMPLATE_ATTR = re.compile(r"\btestgen\s*\(")  # `#[burn_tensor_testgen::testge
 def is_gpu_test(item: IndexedFunction, ws: Workspace) -> bool:
     """A ``#[test]`` that is about the GPU: by name, file, module, feature gate,
     because it builds a GPU device (itself, or through an alias of its crate such as
-    dfdx's ``TestDevice``, ``Cuda`` under the test feature), or because it is a test template that a GPU
-    crate instantiates (burn's ``#[testgen(add)] mod tests``, written out for wgpu
-    by ``burn_tensor::testgen_all!()`` in ``burn-wgpu``)."""
+    dfdx's ``TestDevice``, which is ``Cuda`` under the test feature), or because it is
+    a test template that a GPU crate instantiates (burn's ``#[testgen(add)] mod
+    tests``, written out for wgpu by ``burn_tensor::testgen_all!()`` in ``burn-wgpu``)."""
     fn = item.fn
     if not gpu_code.is_test(fn):
         return False

@@ -34,13 +34,13 @@ from app.checks.model import (
 # Bump when the facts change shape or meaning: it is part of the cache key.
 EXTRACTOR_VERSION = "23"
 
-_TEXT_CAP = 400
+_TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
 # `CudaDevice`), not one that merely belongs to one (`GpuError`, `CudaSlice`).
 _GPU_DEVICE_TYPE = re.compile(
     r"\b(?:(?:Cuda|Wgpu|Webgpu|WebGpu|Metal|Vulkan|Rocm|Hip|Cubecl|CubeCl)(?:Device|Backend|Runtime)?"
     r"|Gpu(?:Device|Backend|Runtime))\b"
-)  # longest condition / pattern / macro-argument text kept
+)
 
 _QUERY = """
 (function_item) @fn
@@ -551,7 +551,7 @@ def _gpu_device_alias(name: Node, target: Node) -> tuple[str, tuple[str, ...]] |
     text = _text(target)
     if not _GPU_DEVICE_TYPE.search(text):
         return None
-    return _text(name), tuple(t for t in re.findall(r"\b[A-Z]\w*", text))
+    return _text(name), tuple(re.findall(r"\b[A-Z]\w*", text))
 
 
 def _instantiated_test_crates(blank: bytes) -> tuple[str, ...]:
