@@ -40,10 +40,11 @@ def review(
     code = analyze_workspace(ws, touched)
     # A function is changed when its lines are, or when the kernel source it launches is.
     kernels = _changed_kernel_sources(ws, touched)
+    kernel_names = {name for _, name in kernels}
     changed = [
         f
         for f in ws.functions
-        if (touches(touched, f) or _launches_changed_source(f, kernels)) and not f.support_code
+        if (touches(touched, f) or _launches_changed_source(f, kernels, kernel_names)) and not f.support_code
     ]
     ctx = description_context(ws, title, body, changed, code.findings)
     description: list[Finding] = []
@@ -60,15 +61,14 @@ def review(
     return Review(code, description, ctx.claims, answers, touched, len(ops))
 
 
-def _launches_changed_source(item: IndexedFunction, kernels: set[tuple[str, str]]) -> bool:
-    """Whether the function names a kernel source constant the diff changes: the one of
-    its own file when its file defines that name (dfdx defines a `PTX_SRC` in every
-    kernel file), else one of any file."""
+def _launches_changed_source(item: IndexedFunction, kernels: set[tuple[str, str]], names: set[str]) -> bool:
+    """Whether the function names a kernel source constant the diff changes (``kernels``
+    as (file, name), ``names`` their names): the one of its own file when its file
+    defines that name (dfdx defines a `PTX_SRC` in every kernel file), else any file's."""
+    if not item.kernel_sources:
+        return False
     own = {source.name for source in item.file.facts.gpu_sources}
-    changed_names = {name for _, name in kernels}
-    return any(
-        (item.path, name) in kernels if name in own else name in changed_names for name in item.kernel_sources
-    )
+    return any((item.path, name) in kernels if name in own else name in names for name in item.kernel_sources)
 
 
 def _changed_kernel_sources(ws: Workspace, touched: Touched) -> set[tuple[str, str]]:
