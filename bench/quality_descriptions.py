@@ -246,13 +246,19 @@ def commit_all(repo: Path, message: str) -> str:
     return run_git(["rev-parse", "HEAD"], cwd=repo).strip()
 
 
+_GITHUB_MERGE = re.compile(r"Merge pull request #\d+ from ")
+
+
 def description_of(case: Case, git_dir: Path | None) -> tuple[str, str]:
     """(title, body), as the App receives a pull request's: a commit message's subject
-    line is the title, the rest the body."""
+    line is the title, the rest the body. A GitHub merge commit ("Merge pull request #N
+    from owner/branch") carries the pull request's title as its body's first line."""
     if case.kind == "real":
         assert git_dir is not None
         message = run_git(["log", "-1", "--format=%B", case.raw["commit"]], git_dir=git_dir)
         title, _, body = message.partition("\n")
+        if _GITHUB_MERGE.match(title):
+            title, _, body = body.strip("\n").partition("\n")
         return title.strip(), body.strip("\n") + "\n"
     return (case.raw.get("title") or "").strip(), case.raw["body"].rstrip("\n") + "\n"
 
