@@ -957,3 +957,51 @@ def test_a_list_head_naming_a_module_does_not_claim_the_module_whole() -> None:
     assert claims_of(head, files) == []
     said = "Activation backward now runs on the GPU.\n"
     assert claims_of(said, files) == [("Activation backward", False)]  # no GPU test reaches it
+
+
+# candle's backends: an op is a struct implementing `Map1`, whose default `map` calls
+# `self.f(..)` per dtype; `map` is too common a name to resolve by name alone.
+_MAP1_TRAIT = """
+pub trait Map1 {
+    fn f(&self, s: &CudaSlice<f32>, dev: &CudaDevice) -> CudaSlice<f32>;
+    fn map(&self, s: &Storage, dev: &CudaDevice) -> Storage { Storage(self.f(&s.0, dev)) }
+}
+"""
+_MAP1_OPS = """
+struct Pool2D { k: usize }
+impl Map1 for Pool2D {
+    fn f(&self, s: &CudaSlice<f32>, dev: &CudaDevice) -> CudaSlice<f32> {
+        let func = dev.get_func("conv", "avg_pool2d").unwrap();
+        unsafe { func.launch(LaunchConfig::for_num_elems(s.len() as u32), (s,)) }.unwrap();
+        s.clone()
+    }
+}
+struct Affine { mul: f32 }
+impl Map1 for Affine {
+    fn f(&self, s: &CudaSlice<f32>, dev: &CudaDevice) -> CudaSlice<f32> {
+        let func = dev.get_func("affine", "affine").unwrap();
+        unsafe { func.launch(LaunchConfig::for_num_elems(s.len() as u32), (s,)) }.unwrap();
+        s.clone()
+    }
+}
+impl CudaStorage {
+    pub fn avg_pool2d(&self, k: usize) -> Storage { Pool2D { k }.map(&self.s, &self.dev) }
+    pub fn affine(&self, mul: f32) -> Storage { Affine { mul }.map(&self.s, &self.dev) }
+}
+"""
+
+
+@pytest.mark.parametrize(("op", "backed"), [("avg_pool2d", True), ("affine", False)])
+def test_a_default_method_of_a_trait_reaches_the_impls_of_the_types_built(op: str, backed: bool) -> None:
+    test = """
+        #[test]
+        fn avg_pool2d_gpu() {
+            let dev = CudaDevice::new(0).expect("this test needs a CUDA device");
+            CudaStorage::zeros(&dev).avg_pool2d(2);
+        }
+        """
+    files = {"src/utils.rs": _MAP1_TRAIT, "src/backend.rs": _MAP1_OPS, "tests/gpu.rs": test}
+    # Both ops launch through `Map1::map` (4a); only the pool is built by a GPU test (4d).
+    (claim,) = run_review(files, body=f"Add a cuda kernel for {op}.").claims
+    assert claim.backed is backed
+    assert not any("4a" in m for m in claim.missing)

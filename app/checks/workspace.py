@@ -69,6 +69,10 @@ _CUBE_LAUNCHERS = frozenset({"launch", "launch_unchecked"})
 def call_key(call: Call, caller: Function) -> Key | None:
     """The name under which a call is resolved, or None for a name too generic to resolve."""
     if call.is_method:
+        if caller.trait and not caller.impl_type and _on_self(call, caller):
+            # `self.f(..)` in a trait's default method (candle's `Map1::map`): the
+            # trait's own method, in every type that implements it.
+            return ("t", caller.trait, call.name)
         return None if call.name in _GENERIC_METHODS else ("m", call.name)
     if call.qualifier:
         last = call.qualifier.rsplit("::", 1)[-1]
@@ -83,6 +87,20 @@ def call_key(call: Call, caller: Function) -> Key | None:
             # `#[cube(launch)] fn relu_kernel` generates `relu_kernel::launch`: a call of the kernel.
             return ("f", last)
     return ("f", call.name)
+
+
+def _dispatches_on_self(key: Key, caller: Function) -> bool:
+    """`self.f(..)` in a trait's default method: it runs the `f` of whichever
+    implementing type the value is, one of those the reached code builds."""
+    return key[0] == "t" and key[1] == caller.trait and not caller.impl_type
+
+
+_SELF_RECEIVER = re.compile(rb"(?<![\w.])self\s*\.\s*$")
+
+
+def _on_self(call: Call, caller: Function) -> bool:
+    """The call is `self.name(..)`."""
+    return bool(_SELF_RECEIVER.search(caller.text, max(0, call.offset - 16), call.offset))
 
 
 def definition_keys(fn: Function) -> Iterator[Key]:
@@ -180,6 +198,13 @@ class Workspace:
             for alias, types in source.facts.gpu_device_aliases:
                 self._gpu_aliases.setdefault(crate_of(source.path), {})[alias] = types
         self._by_type: dict[str, list[int]] | None = None  # impl type -> indexes of its methods
+        # Trait -> the names of its default methods (`Map1::map`): a type implementing the
+        # trait has them without defining them.
+        self._default_methods: dict[str, set[str]] = {}
+        self._traits: dict[str, set[str]] = {}  # type -> the traits it implements
+        for item in self.functions:
+            if item.fn.trait and not item.fn.impl_type:
+                self._default_methods.setdefault(item.fn.trait, set()).add(item.fn.name)
         self._picked: dict[tuple[Key, str], list[int]] = {}  # (call key, caller's file) -> targets
         self._propagate_evidence()
 
@@ -213,11 +238,29 @@ class Workspace:
         gpu_owner = gpu_code.GPU_TYPE_NAME.search(owner) and not _PLAIN_TYPE.search(owner)
         return bool(gpu_code.GPU_NAME.search(call.name) or gpu_owner)
 
-    def resolve(self, call: Call, caller: IndexedFunction) -> list[IndexedFunction]:
+    def call_keys(self, call: Call, caller: IndexedFunction) -> list[Key]:
+        """The names a call is resolved under: its ``call_key``, and for a method the
+        default methods of the traits of the types the caller builds a value of
+        (``Pool2D { .. }.map(..)`` is ``Map1::map`` when ``Pool2D`` implements ``Map1``:
+        a name as common as ``map`` resolves no other way)."""
         key = call_key(call, caller.fn)
-        if key is None:
-            return []
-        return [self.functions[i] for i in self._targets(key, caller)]
+        keys = [key] if key is not None else []
+        if call.is_method and self._default_methods:
+            for type_name in caller.fn.constructs:
+                for trait in self._traits_of(type_name):
+                    if call.name in self._default_methods.get(trait, ()):
+                        keys.append(("t", trait, call.name))
+        return keys
+
+    def _traits_of(self, type_name: str) -> set[str]:
+        traits = self._traits.get(type_name)
+        if traits is None:
+            traits = {self.functions[i].fn.trait for i in self._methods_of(type_name)} - {""}
+            self._traits[type_name] = traits
+        return traits
+
+    def resolve(self, call: Call, caller: IndexedFunction) -> list[IndexedFunction]:
+        return [self.functions[i] for key in self.call_keys(call, caller) for i in self._targets(key, caller)]
 
     def _targets(self, key: Key, caller: IndexedFunction) -> list[int]:
         """Definitions a call may reach. A plain ``foo()`` reaches a ``foo`` of the
@@ -276,12 +319,8 @@ class Workspace:
             if item.direct_evidence:
                 item.evidence = item.direct_evidence
                 queue.append(index)
-            seen: set[Key] = set()
-            for call in item.fn.calls:
-                key = call_key(call, item.fn)
-                if key is not None and key not in seen:
-                    seen.add(key)
-                    callers.setdefault(key, []).append(index)
+            for key in {key for call in item.fn.calls for key in self.call_keys(call, item)}:
+                callers.setdefault(key, []).append(index)
         while queue:
             index = queue.popleft()
             item = self.functions[index]
@@ -324,30 +363,31 @@ class Workspace:
         reached: set[int] = set()
         queue = deque(ids[id(r)] for r in roots)
         visited_keys: set[tuple[Key, str]] = set()
-        built: set[str] = set()  # types the reached code builds values of
-        dispatched: set[str] = set()  # method names called too widely to resolve by name
+        built: set[int] = set()  # the methods of the types the reached code builds values of
+        # Calls resolved by the value's type: a method name called too widely to resolve
+        # by name (`("m", name)`), `self.f(..)` in a trait's default method (`("t", trait, f)`).
+        dispatched: set[Key] = set()
         while queue:
             index = queue.popleft()
             if index in reached:
                 continue
             reached.add(index)
-            fn = self.functions[index].fn
-            for type_name in (*fn.constructs, *self.gpu_types_named(self.functions[index])):
-                if type_name not in built:
-                    built.add(type_name)
-                    methods = self._methods_of(type_name)
-                    queue.extend(i for i in methods if self.functions[i].fn.name in dispatched)
-            for call in fn.calls:
-                key = call_key(call, fn)
-                if key is None:
-                    continue
+            item = self.functions[index]
+            fn = item.fn
+            for type_name in (*fn.constructs, *self.gpu_types_named(item)):
+                for method in self._methods_built(type_name, item):
+                    if method not in built:
+                        built.add(method)
+                        if not dispatched.isdisjoint(definition_keys(self.functions[method].fn)):
+                            queue.append(method)
+            for key in (key for call in fn.calls for key in self.call_keys(call, item)):
                 # Which of several definitions a call reaches depends on where it is made
                 # (`kernel::cross` in burn-cubecl is not burn-candle's `cross`).
-                visited = (key, self._call_site(key, self.functions[index]))
+                visited = (key, self._call_site(key, item))
                 if visited in visited_keys:
                     continue
                 visited_keys.add(visited)
-                targets = self._targets(key, self.functions[index])
+                targets = self._targets(key, item)
                 if key[0] == "g" or (key[0] == "t" and not targets and not self._methods_of(key[1])):
                     # Generic code reaches the trait impls of every type it may be
                     # instantiated with; so does a call on a type the workspace gives
@@ -357,12 +397,18 @@ class Workspace:
                     if len(impls) <= _MAX_GENERIC_FANOUT:
                         queue.extend(impls)
                     continue
-                if key[0] == "m" and len(targets) > _MAX_METHOD_FANOUT:
-                    dispatched.add(key[1])
-                    queue.extend(i for i in targets if self.functions[i].fn.impl_type in built)
+                if (key[0] == "m" and len(targets) > _MAX_METHOD_FANOUT) or _dispatches_on_self(key, fn):
+                    dispatched.add(key)
+                    queue.extend(i for i in targets if i in built)
                     continue
                 queue.extend(targets)
         return reached
+
+    def _methods_built(self, type_name: str, builder: IndexedFunction) -> list[int]:
+        """The methods of the type a function builds a value of: those of its own file
+        when the file has some (candle's CPU and CUDA backends each have an `IndexAdd`)."""
+        methods = self._methods_of(type_name)
+        return [i for i in methods if self.functions[i].path == builder.path] or methods
 
     def gpu_types_named(self, item: IndexedFunction) -> tuple[str, ...]:
         """The GPU device types a function names through an alias of its crate
