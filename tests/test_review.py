@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from app.checks.gpu_tests import is_gpu_test
 from app.checks.prose import sentences, words
 from app.checks.review import review
 from app.checks.rust_index import extract
@@ -1005,3 +1006,111 @@ def test_a_default_method_of_a_trait_reaches_the_impls_of_the_types_built(op: st
     (claim,) = run_review(files, body=f"Add a cuda kernel for {op}.").claims
     assert claim.backed is backed
     assert not any("4a" in m for m in claim.missing)
+
+
+# An ONNX runtime whose every op is a WGSL shader (wonnx): the ops are chosen by name
+# in one `compile` function, the shaders are templates a `lazy_static!` loads, and a
+# session acquires the GPU itself, so its tests never name a device.
+_SHADER_RUNTIME = {
+    "rt/src/compiler.rs": """
+        lazy_static! {
+            pub static ref TEMPLATES: Tera = {
+                let mut tera = Tera::default();
+                tera.add_raw_template("activation.wgsl", include_str!("../templates/activation.wgsl")).unwrap();
+                tera
+            };
+        }
+        pub fn compile(op: &str, ctx: &Context) -> Result<String, CompileError> {
+            match op {
+                "Relu" | "HardSigmoid" => Ok(TEMPLATES.render("activation.wgsl", ctx)?),
+                _ => Err(CompileError::Unimplemented(op.to_string())),
+            }
+        }
+        """,
+    "rt/src/resource.rs": """
+        pub async fn request_device_queue() -> (wgpu::Device, wgpu::Queue) {
+            let adapter = Instance::default().request_adapter(&Default::default()).await.expect("No GPU found");
+            adapter.request_device(&Default::default(), None).await.expect("no device")
+        }
+        """,
+    "rt/src/lib.rs": """
+        impl Session {
+            pub async fn from_model(model: Model) -> Result<Session, SessionError> {
+                let (device, queue) = resource::request_device_queue().await;
+                let shader = compiler::compile(&model.op, &model.context())?;
+                Ok(Session { device, queue, shader })
+            }
+        }
+        """,
+}
+_SHADER_RUNTIME_TEST = """
+    #[test]
+    fn test_hard_sigmoid() {
+        let session = pollster::block_on(rt::Session::from_model(model("HardSigmoid"))).unwrap();
+        assert_eq!(pollster::block_on(session.run(&[1.0])).unwrap(), vec![0.7]);
+    }
+    """
+
+
+@pytest.mark.parametrize(
+    ("title", "tested", "expected"),
+    [
+        ("feat: implement HardSigmoid operation", True, [("HardSigmoid", True)]),
+        ("feat: implement HardSigmoid operation", False, [("HardSigmoid", False)]),
+        ("Feature/hardsigmoid", True, [("hardsigmoid", True)]),
+        ("Fix typo in the docs", True, []),  # upkeep
+        ("feat: add Python bindings", True, []),  # names nothing the GPU code does
+    ],
+)
+def test_an_op_title_without_a_backend_word_claims_the_ops_gpu_code(
+    title: str, tested: bool, expected: list[tuple[str, bool]]
+) -> None:
+    files = {**_SHADER_RUNTIME, **({"rt/tests/hard_sigmoid.rs": _SHADER_RUNTIME_TEST} if tested else {})}
+    found = run_review(files, body="", title=title)
+    assert [(c.subject, c.backed) for c in found.claims] == expected
+
+
+def test_a_test_that_reaches_the_gpu_acquisition_of_its_library_is_a_gpu_test() -> None:
+    files = {**_SHADER_RUNTIME, "rt/tests/hard_sigmoid.rs": _SHADER_RUNTIME_TEST}
+    sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
+    ws = Workspace(sources, RepoConfig())
+    (test,) = [f for f in ws.functions if f.fn.name == "test_hard_sigmoid"]
+    assert is_gpu_test(test, ws)
+    # A CPU library's test reaches no acquisition: it stays a CPU test.
+    cpu_library = b"impl Session { pub fn from_model(m: Model) -> Session { Session } }"
+    cpu = [
+        SourceFile("rt/src/lib.rs", extract(cpu_library)),
+        SourceFile("rt/tests/t.rs", extract(textwrap.dedent(_SHADER_RUNTIME_TEST).encode())),
+    ]
+    ws = Workspace(cpu, RepoConfig())
+    (test,) = [f for f in ws.functions if f.fn.name == "test_hard_sigmoid"]
+    assert not is_gpu_test(test, ws)
+
+
+def test_a_lazy_static_loading_kernel_files_is_a_kernel_source() -> None:
+    facts = extract(textwrap.dedent(_SHADER_RUNTIME["rt/src/compiler.rs"]).encode())
+    assert [(s.name, s.files) for s in facts.gpu_sources] == [("TEMPLATES", ("activation",))]
+
+
+def test_an_unsupported_arm_the_diff_does_not_add_is_no_gap() -> None:
+    dispatcher = textwrap.dedent(
+        """
+        pub fn gpu_dispatch(op: &str, x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> {
+            match op {
+                "scale" => gpu_scale(x, dev),
+                _ => Err(GpuError::Unsupported { op: op.to_string() }),
+            }
+        }
+        """
+    )
+    sources = [SourceFile("src/lib.rs", extract((textwrap.dedent(KERNEL) + dispatcher).encode()))]
+    scale_arm = textwrap.dedent(KERNEL).count("\n") + 4
+    unsupported_arm = scale_arm + 1
+
+    def gap_reported(lines: set[int]) -> bool:
+        touched = {"src/lib.rs": frozenset(lines)}
+        result = review(sources, RepoConfig(), touched, "Refactor the dispatcher", "")
+        return any(f.rule == "missing-gap-report" for f in result.description)
+
+    assert not gap_reported({scale_arm})  # the old catch-all arm is not this change's gap
+    assert gap_reported({scale_arm, unsupported_arm})  # an arm the diff adds is

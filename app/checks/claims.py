@@ -11,7 +11,7 @@ from app.checks.engine import HOST_DETOUR_RULES
 from app.checks.enumerations import enumerated_subjects
 from app.checks.gpu_tests import gpu_test_reach, is_gpu_test
 from app.checks.model import Finding
-from app.checks.prose import GPU_WORD, NAME_FAMILY, Sentence, names_subject, subject_words
+from app.checks.prose import GPU_WORD, NAME_FAMILY, PLUMBING_NAME, Sentence, names_subject, subject_words
 from app.checks.rules import disabled_gpu_test
 from app.checks.workspace import IndexedFunction, Workspace
 
@@ -183,11 +183,13 @@ _TOPIC_NOISE = re.compile(
     r"\b(?:fix(?:es|ed)?|add(?:s|ed)?|handle[sd]?|improve[sd]?|support(?:s|ed)?|enable[sd]?|implement\w*"
     r"|feat|perf|make|makes|allow\w*|use[sd]?|faster|better|new|initial|first|draft|more|some|small"
     rf"|the|a|an|for|on|in|to|of|with|and|from|via|gpu|{_BACKENDS}|hip|spirv"
-    r"|backends?|kernels?|ops?)\b|\(#\d+\)",
+    r"|backends?|kernels?|ops?|operations?|operators?|nodes?|tests?)\b|\(#\d+\)",
     re.I,
 )
 _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
+_FALLBACK = re.compile(r"\bfall(?:s|ing)?[- ]?backs?\b", re.I)
+_SET_UP_NAME = re.compile(rf"{PLUMBING_NAME.pattern}|^(?:init|setup|register|configure|load)(?:_|$)")
 _STUB_RULES = frozenset({"deferred-kernel", "stub-residue"})
 # What a changed callee's code does to every op that calls it.
 _INHERITED_RULES = _STUB_RULES | {"silent-fallback", "eprintln-fallback", "fallback-without-warn"}
@@ -203,6 +205,7 @@ class Claim:
     soft: bool = False  # a weak shape: dropped when it resolves to nothing
     listed: bool = False  # an item of a list of ops: its words are whole words of the names
     topic: bool = False  # a title's topic: when it names no function, it stands for the diff's GPU work
+    of_an_op: bool = False  # a title's topic naming no backend: about the GPU code of the op it names
 
     @property
     def backed(self) -> bool:
@@ -275,18 +278,23 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
 
 def title_topic(title: Sentence) -> Claim | None:
     """The claim a terse title makes of the whole change ("Fix mistral attention on
-    Metal", "[Metal] Concurrent dispatching", "WGPU: matmul vec4"): a title that names a
-    GPU backend and is neither upkeep (a refactor, a bump, CI) nor about the host. Its
-    subject is the title without the backend and the verb; it is soft, and when its
-    subject names no changed function it stands for the diff's GPU code of that backend
-    (the title of a one-topic change describes the diff)."""
+    Metal", "[Metal] Concurrent dispatching", "WGPU: matmul vec4"): a title that is
+    neither upkeep (a refactor, a bump, CI) nor about the host. Its subject is the title
+    without the backend and the verb; it is soft. When it names a GPU backend and its
+    subject names no changed function, it stands for the diff's GPU code of that
+    backend (the title of a one-topic change describes the diff). When it names none
+    ("feat: implement HardSigmoid operation" in a runtime whose every op is a shader),
+    it claims the op only where the diff's GPU code names that op."""
     text = title.with_code or title.text
-    if not _BACKEND_WORD.search(text) or _UPKEEP.search(text) or _HOST.search(text):
+    if _UPKEEP.search(text) or _HOST.search(text) or _NOT_A_CLAIM.search(text):
         return None
-    if _NOT_A_CLAIM.search(text):
+    subject = " ".join(_TOPIC_NOISE.sub(" ", _BRANCH_PREFIX.sub(" ", text)).split()).strip(" .:-+")
+    if not subject:
         return None
-    subject = " ".join(_TOPIC_NOISE.sub(" ", _BRANCH_PREFIX.sub(" ", text)).split()).strip(" .:-")
-    return Claim(text, subject, title.line, soft=True, topic=True) if subject else None
+    of_an_op = not _BACKEND_WORD.search(text)
+    if of_an_op and _FALLBACK.search(text):
+        return None  # "eliminate 3 silent fallbacks in codegen": about fallbacks, not an op
+    return Claim(text, subject, title.line, soft=True, topic=True, of_an_op=of_an_op)
 
 
 def _said_of_the_device(text: str) -> bool:
@@ -413,7 +421,9 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
     # A claim that names a backend is about that backend's code (`conv2d` of "Feat/wgpu/conv"
     # in `burn-wgpu`, not `Conv2dConfig::init` in `burn-core`).
     named = _saying_backend(claim.text, named) or named
-    if claim.topic:
+    if claim.of_an_op:
+        named = _op_functions(subject, candidates, findings)
+    elif claim.topic:
         named = _topic_functions(claim, subject, named, candidates, findings)
     # The functions that do the GPU work stand for the claim; a trait's default method
     # that returns "not implemented" is not the implementation being claimed.
@@ -538,6 +548,35 @@ def _topic_functions(
         return named
     work = [f for f in candidates if not f.support_code and _touches_the_gpu(f, findings)]
     return _spoken_of(subject, _saying_backend(claim.text, work) or work) or named
+
+
+def _op_functions(
+    subject: list[str], candidates: list[IndexedFunction], findings: list[Finding]
+) -> list[IndexedFunction]:
+    """The diff's GPU code that names the op a title without a backend speaks of: by a
+    run of the title's words, longest first, as a whole name or as a string it matches
+    on (`"HardSigmoid" =>` in wonnx's `compile`); none when the title is about
+    something else or names set-up code ("Make init_cuda_backend idempotent")."""
+    work = [
+        f
+        for f in candidates
+        if not f.support_code and not _SET_UP_NAME.match(f.fn.name) and _touches_the_gpu(f, findings)
+    ]
+    runs = [subject[i : i + n] for n in range(len(subject), 0, -1) for i in range(len(subject) - n + 1)]
+    for run in runs:
+        if len("".join(run)) < 3:
+            continue
+        named = [f for f in work if names_subject(f.fn.qualname, run, whole_words=True) or _says(f, run)]
+        if named:
+            return named
+    return []
+
+
+def _says(item: IndexedFunction, run: list[str]) -> bool:
+    """A string literal of the function is the run of words (`"HardSigmoid"` for
+    "hardsigmoid" or "hard sigmoid")."""
+    joined = "".join(run)
+    return any("".join(subject_words(lit.text)) == joined for lit in item.fn.literals if len(lit.text) < 40)
 
 
 def _saying_backend(text: str, functions: list[IndexedFunction]) -> list[IndexedFunction]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.checks.claims import Claim, extract_claims, judge, title_topic
+from app.checks.engine import Touched
 from app.checks.mentions import mentioned_claims, planned_lines
 from app.checks.model import Finding
 from app.checks.prose import Sentence, sentences
@@ -20,16 +21,22 @@ class DescriptionContext:
     sentences: list[Sentence]
     changed: list[IndexedFunction]  # product code (not tests) the diff adds or changes
     findings: list[Finding]  # code findings in the changed functions
+    touched: Touched  # path -> the lines the diff adds or changes
     claims: list[Claim] = field(default_factory=list)
 
 
 def description_context(
-    ws: Workspace, title: str, body: str, changed: list[IndexedFunction], findings: list[Finding]
+    ws: Workspace,
+    title: str,
+    body: str,
+    changed: list[IndexedFunction],
+    findings: list[Finding],
+    touched: Touched,
 ) -> DescriptionContext:
     said = sentences(title, body)
     planned = planned_lines(said)
     claims = [c for c in extract_claims(said) if c.line not in planned]
-    ctx = DescriptionContext(ws, title, body, said, changed, findings, claims)
+    ctx = DescriptionContext(ws, title, body, said, changed, findings, touched, claims)
     for claim in ctx.claims:
         judge(ws, claim, changed, findings)
     ctx.claims = [c for c in ctx.claims if c.functions or not c.soft]

@@ -6,11 +6,14 @@ import re
 import weakref
 
 from app.checks import gpu_code
-from app.checks.workspace import IndexedFunction, Workspace, crate_of
+from app.checks.workspace import IndexedFunction, Workspace, crate_of, definition_keys
 
 _CPU_TEST_NAME = re.compile(r"(?:^|_)(?:cpu|host)(?:_|$)", re.I)
 _REACH: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
 _INSTANTIATED: weakref.WeakKeyDictionary[Workspace, frozenset[str]] = weakref.WeakKeyDictionary()
+_ACQUIRING: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
+_PANICS = re.compile(rb"\.\s*(?:expect|unwrap)\s*\(")
+_ACQUIRE_DEPTH = 6  # calls between a test and the driver call it reaches
 _TEMPLATE_ATTR = re.compile(r"\btestgen\s*\(")  # `#[burn_tensor_testgen::testgen(add)]` on the module
 
 
@@ -26,7 +29,11 @@ def is_gpu_test(item: IndexedFunction, ws: Workspace) -> bool:
     template = _TEMPLATE_ATTR.search(" ".join(fn.outer_attrs))
     if template and _crate_name(item.crate) in _gpu_instantiated_crates(ws):
         return True
-    builds_device = any(s.kind == "gpu_device" for s in fn.signals) or bool(ws.gpu_types_named(item))
+    builds_device = (
+        any(s.kind == "gpu_device" for s in fn.signals)
+        or bool(ws.gpu_types_named(item))
+        or id(item) in _acquiring(ws)
+    )
     if _CPU_TEST_NAME.search(fn.name) and not (builds_device or gpu_code.GPU_NAME.search(fn.name)):
         return False  # `training_cpu` in a GPU test file: the CPU twin of a GPU test
     return bool(
@@ -36,6 +43,45 @@ def is_gpu_test(item: IndexedFunction, ws: Workspace) -> bool:
         or any(gpu_code.GPU_NAME.search(m) for m in fn.modules)
         or gpu_code.has_gpu_cfg(fn.attrs + fn.outer_attrs)
     )
+
+
+def _acquiring(ws: Workspace) -> set[int]:
+    """``id()`` of the functions that acquire a GPU from the driver (`request_adapter`,
+    `CudaContext::new`) or panic, or call one by its path: wonnx's `Session::from_model`
+    asks wgpu for an adapter and panics without one, so a test that opens a session runs
+    on a GPU without naming a device. Method calls resolved by name alone do not count:
+    they would make a GPU test of every test that touches a tensor."""
+    found = _ACQUIRING.get(ws)
+    if found is not None:
+        return found
+    frontier = [f for f in ws.functions if not f.support_code and _panics_without_a_gpu(f)]
+    found = {id(f) for f in frontier}
+    for _ in range(_ACQUIRE_DEPTH):
+        callers = [
+            caller
+            for f in frontier
+            for key in definition_keys(f.fn)
+            if key[0] in ("f", "t")
+            for caller in (ws.functions[i] for i in ws.callers.get(key, ()))
+            if id(caller) not in found and not gpu_code.is_cpu_build(caller.fn.attrs + caller.fn.outer_attrs)
+        ]
+        found.update(id(c) for c in callers)
+        frontier = callers
+    _ACQUIRING[ws] = found
+    return found
+
+
+def _panics_without_a_gpu(item: IndexedFunction) -> bool:
+    """The function acquires a GPU and panics when there is none (`request_adapter(..)
+    .await.expect("No GPU found")`): its callers cannot run without one. One that hands
+    the failure back (`CudaContext::new(0)?`) lets them fall back or skip."""
+    text = item.fn.text
+    for signal in item.fn.signals:
+        if signal.kind == "gpu_acquire":
+            end = text.find(b";", signal.offset)
+            if _PANICS.search(text, signal.offset, len(text) if end < 0 else end):
+                return True
+    return False
 
 
 def _crate_name(crate: str) -> str:

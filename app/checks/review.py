@@ -46,7 +46,7 @@ def review(
         for f in ws.functions
         if (touches(touched, f) or _launches_changed_source(f, kernels, kernel_names)) and not f.support_code
     ]
-    ctx = description_context(ws, title, body, changed, code.findings)
+    ctx = description_context(ws, title, body, changed, code.findings, touched)
     description: list[Finding] = []
     for rule in DESCRIPTION_RULES:
         severity = config.severity_for(rule.id, rule.severity)

@@ -32,7 +32,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "23"
+EXTRACTOR_VERSION = "24"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -223,6 +223,13 @@ _SIGNAL_SPECS = (
     _spec("device_ordinal", "gpu_device", r"device_ordinal\s*\(", "dot"),
     _spec("WgpuDevice", "gpu_device", r"WgpuDevice\b"),
     _spec("CudaRuntime", "gpu_device", r"CudaRuntime\b"),
+    # Acquiring a GPU from the driver: a library function doing so runs on a GPU or fails.
+    _spec("request_adapter", "gpu_acquire", r"request_adapter\b"),
+    _spec("initialize_adapter", "gpu_acquire", r"initialize_adapter_from_env\w*"),
+    _spec("CudaContext", "gpu_acquire", r"CudaContext\s*::\s*new\b"),
+    _spec("CudaDevice", "gpu_acquire", r"CudaDevice\s*::\s*new\b"),
+    _spec("system_default", "gpu_acquire", r"Device\s*::\s*system_default\b"),
+    _spec("MTLCreateSystemDefaultDevice", "gpu_acquire", r"MTLCreateSystemDefaultDevice\b"),
     _spec("Err", "return_err", r"Err\s*\("),
     _spec("return", "return", r"return\b"),
     _spec("continue", "return", r"continue\b"),
@@ -361,6 +368,7 @@ _KERNEL_FILE_RE = re.compile(rf"([\w-]+)\.(?:{KERNEL_FILE_EXTENSIONS})\b".encode
 _KERNEL_ITEM_ARGS = re.compile(
     rf"^\(\s*([A-Za-z_]\w*)\s*,[^;]*?\.(?:{KERNEL_FILE_EXTENSIONS})\b".encode(), re.I | re.S
 )
+_LAZY_STATIC_NAME = re.compile(rb"\bstatic\s+ref\s+([A-Za-z_]\w*)\s*:")
 # `burn_tensor::testgen_all!()`: the test templates of a crate written out here.
 _TESTGEN_CALL_RE = re.compile(rb"\b([a-z_][a-z0-9_]*)::testgen_\w*\s*!")
 _ALLOW_RE = re.compile(r"gpuproof:\s*allow\(\s*([a-z0-9-]+)\s*\)\s*(?:--\s*(.*\S))?")
@@ -532,11 +540,13 @@ def _generated_functions(
 
 def _kernel_source_item(node: Node, args: Node) -> list[GpuSource]:
     """`kernel_wgsl!(RepeatRaw, "../template/repeat.wgsl");` at item level: a macro
-    that defines the item its first argument names from a kernel file."""
-    found = _KERNEL_ITEM_ARGS.match(args.text or b"")
+    that defines the item its first argument names from a kernel file; and a
+    `lazy_static!` whose static loads kernel files (wonnx's shader `TEMPLATES`)."""
+    text = args.text or b""
+    found = _KERNEL_ITEM_ARGS.match(text) or (_KERNEL_FILE_RE.search(text) and _LAZY_STATIC_NAME.search(text))
     if not found:
         return []
-    files = tuple(m.group(1).decode() for m in _KERNEL_FILE_RE.finditer(args.text or b""))
+    files = tuple(dict.fromkeys(m.group(1).decode() for m in _KERNEL_FILE_RE.finditer(text)))
     return [GpuSource(found.group(1).decode(), node.start_point.row + 1, node.end_point.row + 1, files)]
 
 

@@ -26,7 +26,9 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     many words is a terse one: a title that names a GPU backend ("[Metal]
     Concurrent dispatching", "WGPU: matmul vec4") is its claim, about the functions
     it names in that backend or, when it names none, the diff's GPU code of that
-    backend that its words speak of.
+    backend that its words speak of. A title that names no backend ("feat: implement
+    HardSigmoid operation", "Feature/silu") is a claim only where the diff's GPU code
+    names the op, as a function or as the string it dispatches on (`"HardSigmoid" =>`).
 
     ## Why is this bad?
     Spec Step 5: "Never use 'implemented', 'added GPU support', 'GPU-accelerated',
