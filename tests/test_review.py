@@ -1114,3 +1114,30 @@ def test_an_unsupported_arm_the_diff_does_not_add_is_no_gap() -> None:
 
     assert not gap_reported({scale_arm})  # the old catch-all arm is not this change's gap
     assert gap_reported({scale_arm, unsupported_arm})  # an arm the diff adds is
+
+
+def test_a_test_whose_helper_takes_the_modules_gpu_device_is_a_gpu_test() -> None:
+    # ratchet: the test module keeps the device in a thread-local; the tests call a
+    # trial helper that takes it.
+    module = """
+        #[cfg(test)]
+        mod tests {
+            thread_local! {
+                static GPU_DEVICE: Device = Device::request_device(DeviceRequest::GPU).unwrap();
+            }
+            fn run_trial(n: usize) { let device = GPU_DEVICE.with(|d| d.clone()); concat(n, &device); }
+            #[test]
+            fn test_concat() { run_trial(4) }
+        }
+        """
+    facts = extract(textwrap.dedent(module).encode())
+    assert facts.gpu_device_aliases == (("GPU_DEVICE", ("Device",)),)
+    ws = Workspace([SourceFile("core/src/ops/concat.rs", facts)], RepoConfig())
+    (test,) = [f for f in ws.functions if f.fn.name == "test_concat"]
+    assert is_gpu_test(test, ws)
+    on_cpu = module.replace("DeviceRequest::GPU", "DeviceRequest::CPU")
+    ws = Workspace(
+        [SourceFile("core/src/ops/concat.rs", extract(textwrap.dedent(on_cpu).encode()))], RepoConfig()
+    )
+    (test,) = [f for f in ws.functions if f.fn.name == "test_concat"]
+    assert not is_gpu_test(test, ws)

@@ -560,7 +560,10 @@ def _op_functions(
     work = [
         f
         for f in candidates
-        if not f.support_code and not _SET_UP_NAME.match(f.fn.name) and _touches_the_gpu(f, findings)
+        if not f.support_code
+        and not _SET_UP_NAME.match(f.fn.name)
+        and not _HOST.search(f"{f.path} {f.fn.qualname}")  # `cpu/mod.rs`: the host's twin of the op
+        and _touches_the_gpu(f, findings)
     ]
     runs = [subject[i : i + n] for n in range(len(subject), 0, -1) for i in range(len(subject) - n + 1)]
     for run in runs:

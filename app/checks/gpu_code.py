@@ -76,13 +76,16 @@ def is_test(fn: Function) -> bool:
 
 
 def is_support_code(fn: Function, path: str) -> bool:
-    """Tests, benches, examples, ``#[cfg(test)]`` modules, build scripts and developer
-    tools: code that supports the product but is not what users call."""
+    """Tests, benches, examples, ``#[cfg(test)]`` modules, build scripts (and the
+    modules they keep in ``build/``) and developer tools: code that supports the
+    product but is not what users call."""
     if is_test(fn) or _TOOL_PATH.search(path):
         return True
     parts = path.split("/")
     if any(p in ("tests", "benches", "examples") for p in parts[:-1]):
         return True
+    if "build" in parts[:-1] and "src" not in parts[: parts.index("build")]:
+        return True  # `crates/x/build/gemm.rs`: the modules of a build script, beside `src/`
     return any("cfg(test)" in a.replace(" ", "") for a in fn.outer_attrs) or "tests" in fn.modules
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import weakref
+from collections.abc import Iterator
 
 from app.checks import gpu_code
 from app.checks.workspace import IndexedFunction, Workspace, crate_of, definition_keys
@@ -30,9 +31,9 @@ def is_gpu_test(item: IndexedFunction, ws: Workspace) -> bool:
     if template and _crate_name(item.crate) in _gpu_instantiated_crates(ws):
         return True
     builds_device = (
-        any(s.kind == "gpu_device" for s in fn.signals)
-        or bool(ws.gpu_types_named(item))
+        _builds_device(item, ws)
         or id(item) in _acquiring(ws)
+        or any(_builds_device(helper, ws) for helper in _test_helpers(item, ws))
     )
     if _CPU_TEST_NAME.search(fn.name) and not (builds_device or gpu_code.GPU_NAME.search(fn.name)):
         return False  # `training_cpu` in a GPU test file: the CPU twin of a GPU test
@@ -43,6 +44,19 @@ def is_gpu_test(item: IndexedFunction, ws: Workspace) -> bool:
         or any(gpu_code.GPU_NAME.search(m) for m in fn.modules)
         or gpu_code.has_gpu_cfg(fn.attrs + fn.outer_attrs)
     )
+
+
+def _builds_device(item: IndexedFunction, ws: Workspace) -> bool:
+    return any(s.kind == "gpu_device" for s in item.fn.signals) or bool(ws.gpu_types_named(item))
+
+
+def _test_helpers(test: IndexedFunction, ws: Workspace) -> Iterator[IndexedFunction]:
+    """The test code of its crate a test calls: `run_concat_trial(prob)`, which takes
+    the device from the module's `GPU_DEVICE`."""
+    for call in test.fn.calls:
+        for target in ws.resolve(call, test):
+            if target.support_code and target.crate == test.crate and not gpu_code.is_test(target.fn):
+                yield target
 
 
 def _acquiring(ws: Workspace) -> set[int]:

@@ -32,7 +32,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "24"
+EXTRACTOR_VERSION = "26"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -212,6 +212,8 @@ _SIGNAL_SPECS = (
     _spec(
         "Device", "gpu_device", r"Device\s*::\s*(?:Cuda|Gpu|Wgpu|Metal|Vulkan|Rocm|Xpu|Mps|Cubecl|CubeCl)\b"
     ),
+    # A device request naming the GPU: `Device::request_device(DeviceRequest::GPU)`, `DeviceKind::Cuda`.
+    _spec("Device", "gpu_device", r"Device\w+\s*::\s*(?:GPU|Gpu|CUDA|Cuda|Metal|Wgpu|WebGpu|Vulkan)\b"),
     _spec("cuda", "gpu_device", r"cuda\s*\(", "dot"),
     _spec("CudaDevice", "gpu_device", r"CudaDevice\s*::\s*new\b"),
     _spec("GpuDevice", "gpu_device", r"GpuDevice\s*::\s*new\b"),
@@ -368,6 +370,7 @@ _KERNEL_FILE_RE = re.compile(rf"([\w-]+)\.(?:{KERNEL_FILE_EXTENSIONS})\b".encode
 _KERNEL_ITEM_ARGS = re.compile(
     rf"^\(\s*([A-Za-z_]\w*)\s*,[^;]*?\.(?:{KERNEL_FILE_EXTENSIONS})\b".encode(), re.I | re.S
 )
+_DEVICE_STATIC = re.compile(r"\bstatic\s+(?:ref\s+)?([A-Za-z_]\w*)\s*:\s*(?:\w+::)*([A-Z]\w*)[^=;]*=")
 _LAZY_STATIC_NAME = re.compile(rb"\bstatic\s+ref\s+([A-Za-z_]\w*)\s*:")
 # `burn_tensor::testgen_all!()`: the test templates of a crate written out here.
 _TESTGEN_CALL_RE = re.compile(rb"\b([a-z_][a-z0-9_]*)::testgen_\w*\s*!")
@@ -564,6 +567,17 @@ def _gpu_device_alias(name: Node, target: Node) -> tuple[str, tuple[str, ...]] |
     return _text(name), tuple(re.findall(r"\b[A-Z]\w*", text))
 
 
+def _device_static(args: Node) -> tuple[str, tuple[str, ...]] | None:
+    """`thread_local! { static GPU_DEVICE: Device = Device::request_device(DeviceRequest::GPU)
+    .unwrap(); }`: a static holding a GPU device, named like an alias of one (the
+    static, the type it holds)."""
+    text = (args.text or b"").decode("utf-8", "replace")
+    found = _DEVICE_STATIC.search(text)
+    if not found or not any(s.kind == "gpu_device" for s in _signals(text[found.end() :])):
+        return None
+    return found.group(1), (found.group(2),)
+
+
 def _instantiated_test_crates(blank: bytes) -> tuple[str, ...]:
     return tuple(sorted({m.group(1).decode() for m in _TESTGEN_CALL_RE.finditer(blank)}))
 
@@ -739,6 +753,9 @@ def extract(source: bytes) -> FileFacts:
         if owner(node.start_byte) < 0:
             functions.extend(_generated_functions(node, name_node, args, blank, defined))
             gpu_sources.extend(_kernel_source_item(node, args))
+            device_static = _device_static(args)
+            if device_static:
+                gpu_aliases.append(device_static)
     for s in strings:
         fi = owner(s.start_byte)
         if fi >= 0:
