@@ -968,28 +968,26 @@ pub trait Map1 {
     fn map(&self, s: &Storage, dev: &CudaDevice) -> Storage { Storage(self.f(&s.0, dev)) }
 }
 """
-_MAP1_OPS = """
-struct Pool2D { k: usize }
-impl Map1 for Pool2D {
-    fn f(&self, s: &CudaSlice<f32>, dev: &CudaDevice) -> CudaSlice<f32> {
-        let func = dev.get_func("conv", "avg_pool2d").unwrap();
-        unsafe { func.launch(LaunchConfig::for_num_elems(s.len() as u32), (s,)) }.unwrap();
+_MAP1_OP = """
+struct {op} {{ arg: usize }}
+impl Map1 for {op} {{
+    fn f(&self, s: &CudaSlice<f32>, dev: &CudaDevice) -> CudaSlice<f32> {{
+        let func = dev.get_func("{module}", "{kernel}").unwrap();
+        unsafe {{ func.launch(LaunchConfig::for_num_elems(s.len() as u32), (s,)) }}.unwrap();
         s.clone()
-    }
-}
-struct Affine { mul: f32 }
-impl Map1 for Affine {
-    fn f(&self, s: &CudaSlice<f32>, dev: &CudaDevice) -> CudaSlice<f32> {
-        let func = dev.get_func("affine", "affine").unwrap();
-        unsafe { func.launch(LaunchConfig::for_num_elems(s.len() as u32), (s,)) }.unwrap();
-        s.clone()
-    }
-}
+    }}
+}}
+"""
+_MAP1_OPS = (
+    _MAP1_OP.format(op="Pool2D", module="conv", kernel="avg_pool2d")
+    + _MAP1_OP.format(op="Affine", module="affine", kernel="affine")
+    + """
 impl CudaStorage {
-    pub fn avg_pool2d(&self, k: usize) -> Storage { Pool2D { k }.map(&self.s, &self.dev) }
-    pub fn affine(&self, mul: f32) -> Storage { Affine { mul }.map(&self.s, &self.dev) }
+    pub fn avg_pool2d(&self, k: usize) -> Storage { Pool2D { arg: k }.map(&self.s, &self.dev) }
+    pub fn affine(&self, mul: usize) -> Storage { Affine { arg: mul }.map(&self.s, &self.dev) }
 }
 """
+)
 
 
 @pytest.mark.parametrize(("op", "backed"), [("avg_pool2d", True), ("affine", False)])
