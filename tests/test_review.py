@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from app.checks.claims import answer_questions
 from app.checks.gpu_tests import is_gpu_test
 from app.checks.prose import sentences, words
 from app.checks.review import review
@@ -1074,6 +1075,9 @@ def test_a_test_that_reaches_the_gpu_acquisition_of_its_library_is_a_gpu_test() 
     ws = Workspace(sources, RepoConfig())
     (test,) = [f for f in ws.functions if f.fn.name == "test_hard_sigmoid"]
     assert is_gpu_test(test, ws)
+    # The hostile reviewer says why it cannot pass without a GPU.
+    answers = answer_questions(ws, next(f for f in ws.functions if f.fn.name == "compile"))
+    assert answers.without_gpu.startswith("no: it reaches `request_device_queue` (rt/src/resource.rs:")
     # A CPU library's test reaches no acquisition: it stays a CPU test.
     cpu_library = b"impl Session { pub fn from_model(m: Model) -> Session { Session } }"
     cpu = [

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from app.checks.engine import HOST_DETOUR_RULES
 from app.checks.enumerations import enumerated_subjects
-from app.checks.gpu_tests import gpu_test_reach, is_gpu_test
+from app.checks.gpu_tests import fails_without_a_gpu, gpu_test_reach, is_gpu_test
 from app.checks.model import Finding
 from app.checks.prose import GPU_WORD, NAME_FAMILY, PLUMBING_NAME, Sentence, names_subject, subject_words
 from app.checks.rules import disabled_gpu_test
@@ -649,12 +649,9 @@ def answer_questions(ws: Workspace, op: IndexedFunction) -> ReviewAnswers:
     disabled = list(disabled_gpu_test.check(ws, test))
     if disabled:
         without = f"yes, and then it tests nothing: {disabled[0].message}"
-    elif re.search(rb"\.expect\(|\.unwrap\(\)|\?", test.fn.text) and any(
-        s.kind == "gpu_device" for s in test.fn.signals
-    ):
-        without = "no: it builds a GPU device and fails when there is none"
     else:
-        without = ""
+        failure = fails_without_a_gpu(test, ws)
+        without = f"no: {failure}" if failure else ""
     shown = f"`{test.fn.qualname}` ({test.path}:{test.fn.fn_line})"
     more = f" and {len(tests) - 1} more" if len(tests) > 1 else ""
     return ReviewAnswers(op, launch, memory, shown + more, without)

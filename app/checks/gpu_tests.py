@@ -13,6 +13,7 @@ _CPU_TEST_NAME = re.compile(r"(?:^|_)(?:cpu|host)(?:_|$)", re.I)
 _REACH: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
 _INSTANTIATED: weakref.WeakKeyDictionary[Workspace, frozenset[str]] = weakref.WeakKeyDictionary()
 _ACQUIRING: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
+_FAILS = re.compile(rb"\.expect\(|\.unwrap\(\)|\?")  # a failure that ends the test
 _PANICS = re.compile(rb"\.\s*(?:expect|unwrap)\s*\(")
 _ACQUIRE_DEPTH = 6  # calls between a test and the driver call it reaches
 _TEMPLATE_ATTR = re.compile(r"\btestgen\s*\(")  # `#[burn_tensor_testgen::testgen(add)]` on the module
@@ -44,6 +45,20 @@ def is_gpu_test(item: IndexedFunction, ws: Workspace) -> bool:
         or any(gpu_code.GPU_NAME.search(m) for m in fn.modules)
         or gpu_code.has_gpu_cfg(fn.attrs + fn.outer_attrs)
     )
+
+
+def fails_without_a_gpu(test: IndexedFunction, ws: Workspace) -> str:
+    """How a GPU test fails on a machine with no GPU ("" when the code does not say)."""
+    for item in (test, *_test_helpers(test, ws)):
+        if _builds_device(item, ws) and _FAILS.search(item.fn.text):
+            return "it builds a GPU device and fails when there is none"
+    if id(test) in _acquiring(ws):
+        for index in sorted(ws.reached_from([test])):
+            acquirer = ws.functions[index]
+            if _panics_without_a_gpu(acquirer):
+                where = f"`{acquirer.fn.qualname}` ({acquirer.path}:{acquirer.fn.fn_line})"
+                return f"it reaches {where}, which acquires a GPU and panics when there is none"
+    return ""
 
 
 def _builds_device(item: IndexedFunction, ws: Workspace) -> bool:
