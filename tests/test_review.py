@@ -1143,3 +1143,21 @@ def test_a_test_whose_helper_takes_the_modules_gpu_device_is_a_gpu_test() -> Non
     )
     (test,) = [f for f in ws.functions if f.fn.name == "test_concat"]
     assert not is_gpu_test(test, ws)
+
+
+def test_the_hostile_reviewer_names_the_test_the_diff_adds_first() -> None:
+    old_test = _SHADER_RUNTIME_TEST.replace("test_hard_sigmoid", "test_relu")
+    files = {
+        **_SHADER_RUNTIME,
+        "rt/src/a_old_tests.rs": old_test,
+        "rt/tests/hard_sigmoid.rs": _SHADER_RUNTIME_TEST,
+    }
+    sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
+    touched = {path: frozenset(range(1, 40)) for path in ("rt/src/compiler.rs", "rt/tests/hard_sigmoid.rs")}
+    (answers,) = [
+        a for a in review(sources, RepoConfig(), touched, "", "").answers if a.function.fn.name == "compile"
+    ]
+    assert (
+        answers.gpu_test.startswith("`test_hard_sigmoid` (rt/tests/hard_sigmoid.rs:")
+        and "1 more" in answers.gpu_test
+    )

@@ -636,12 +636,18 @@ class ReviewAnswers:
         }
 
 
-def answer_questions(ws: Workspace, op: IndexedFunction) -> ReviewAnswers:
+def answer_questions(
+    ws: Workspace, op: IndexedFunction, changed_tests: frozenset[int] = frozenset()
+) -> ReviewAnswers:
+    """``changed_tests``: ``id()`` of the tests the diff adds or changes, named first
+    (the test that came with the op, not the nearest of forty older ones)."""
     reached = [ws.functions[i] for i in sorted(ws.reached_from([op]))]
     reached.sort(key=lambda f: f is not op)  # the op itself first
     launch = _first_signal(reached, {"launch"}, prefer=("launch", "gemm", "dispatch", "cublas"))
     memory = _first_signal(reached, {"device_memory", "upload"})
-    tests = [c for c in ws.callers_of(op) if is_gpu_test(c, ws)]
+    tests = sorted(
+        (c for c in ws.callers_of(op) if is_gpu_test(c, ws)), key=lambda t: id(t) not in changed_tests
+    )
     if not tests:
         return ReviewAnswers(op, launch, memory, "", "")
     test = tests[0]

@@ -57,7 +57,8 @@ def review(
                 Finding(rule.id, severity, DESCRIPTION_PATH, hit.line, hit.line, "", hit.message)
             )
     ops = [f for f in changed if f.claim or f.evidence]
-    answers = [answer_questions(ws, op) for op in ops[:MAX_OPS_QUESTIONED]]
+    changed_tests = frozenset(id(f) for f in ws.functions if f.support_code and touches(touched, f))
+    answers = [answer_questions(ws, op, changed_tests) for op in ops[:MAX_OPS_QUESTIONED]]
     return Review(code, description, ctx.claims, answers, touched, len(ops))
 
 
