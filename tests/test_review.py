@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from app.checks import gpu_code
 from app.checks.claims import answer_questions
 from app.checks.gpu_tests import is_gpu_test
 from app.checks.prose import sentences, words
@@ -1161,3 +1162,12 @@ def test_the_hostile_reviewer_names_the_test_the_diff_adds_first() -> None:
         answers.gpu_test.startswith("`test_hard_sigmoid` (rt/tests/hard_sigmoid.rs:")
         and "1 more" in answers.gpu_test
     )
+
+
+def test_a_proptest_is_a_test() -> None:
+    # test_strategy's attribute: ratchet's op tests are `#[proptest(cases = 32)]`.
+    facts = extract(
+        b"#[proptest(cases = 32)]\nfn test_rope(prob: RoPEProblem) { run_rope_trial(prob).unwrap() }\n"
+    )
+    (fn,) = facts.functions
+    assert gpu_code.is_test(fn)

@@ -569,17 +569,21 @@ def _op_functions(
     for run in runs:
         if len("".join(run)) < 3:
             continue
-        named = [f for f in work if names_subject(f.fn.qualname, run, whole_words=True) or _says(f, run)]
+        named = [f for f in work if _names_the_op(f, run)]
         if named:
             return named
     return []
 
 
-def _says(item: IndexedFunction, run: list[str]) -> bool:
-    """A string literal of the function is the run of words (`"HardSigmoid"` for
-    "hardsigmoid" or "hard sigmoid")."""
+def _names_the_op(item: IndexedFunction, run: list[str]) -> bool:
+    """The function's name, its type's name or one of its string literals is the run of
+    words: `gpu_silu`, `RoPE::calculate_dispatch` for "rope" (an acronym's case splits
+    no word), `"HardSigmoid" =>` for "hardsigmoid" or "hard sigmoid"."""
+    if names_subject(item.fn.qualname, run, whole_words=True):
+        return True
     joined = "".join(run)
-    return any("".join(subject_words(lit.text)) == joined for lit in item.fn.literals if len(lit.text) < 40)
+    names = (item.fn.impl_type, *(lit.text for lit in item.fn.literals if len(lit.text) < 40))
+    return any(name and "".join(subject_words(name)) == joined for name in names)
 
 
 def _saying_backend(text: str, functions: list[IndexedFunction]) -> list[IndexedFunction]:

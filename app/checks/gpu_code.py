@@ -54,7 +54,9 @@ TRANSFER_NAME = re.compile(
 _TOOL_PATH = re.compile(
     r"(?:^|/)(?:build\.rs$|xtask/|tools?/|scripts?/|bindings?[-_]?gen\w*/|\w*bindgen\w*/)"
 )
-TEST_ATTR = re.compile(r"#\[\s*(?:\w+::)*test(?:_case)?\b|#\[\s*rstest\b|#\[\s*cfg_attr\([^)]*\btest\b")
+TEST_ATTR = re.compile(
+    r"#\[\s*(?:\w+::)*(?:test|proptest)(?:_case)?\b|#\[\s*rstest\b|#\[\s*cfg_attr\([^)]*\btest\b"
+)
 BACKWARD_NAME = re.compile(r"^(?:backward|backward_\w+|\w+_backward|grad_fn|vjp|apply_grad)$")
 GPU_DEVICE_PATTERN = re.compile(r"\b(?:Cuda|Gpu|Wgpu|Metal|Mps|Xpu|Rocm|Vulkan|Cubecl|CubeCl|Hip)\b")
 CPU_DEVICE_PATTERN = re.compile(r"\bCpu\b")
