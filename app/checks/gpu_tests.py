@@ -7,7 +7,7 @@ import weakref
 from collections.abc import Iterator
 
 from app.checks import gpu_code
-from app.checks.workspace import IndexedFunction, Workspace, crate_of, definition_keys
+from app.checks.workspace import IndexedFunction, Workspace, crate_of
 
 _CPU_TEST_NAME = re.compile(r"(?:^|_)(?:cpu|host)(?:_|$)", re.I)
 _REACH: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
@@ -76,26 +76,21 @@ def _test_helpers(test: IndexedFunction, ws: Workspace) -> Iterator[IndexedFunct
 
 def _acquiring(ws: Workspace) -> set[int]:
     """``id()`` of the functions that acquire a GPU from the driver (`request_adapter`,
-    `CudaContext::new`) or panic, or call one by its path: wonnx's `Session::from_model`
+    `CudaContext::new`) and panic without one, or call one by its path: wonnx's `Session::from_model`
     asks wgpu for an adapter and panics without one, so a test that opens a session runs
     on a GPU without naming a device. Method calls resolved by name alone do not count:
     they would make a GPU test of every test that touches a tensor."""
     found = _ACQUIRING.get(ws)
     if found is not None:
         return found
-    frontier = [f for f in ws.functions if not f.support_code and _panics_without_a_gpu(f)]
-    found = {id(f) for f in frontier}
-    for _ in range(_ACQUIRE_DEPTH):
-        callers = [
-            caller
-            for f in frontier
-            for key in definition_keys(f.fn)
-            if key[0] in ("f", "t")
-            for caller in (ws.functions[i] for i in ws.callers.get(key, ()))
-            if id(caller) not in found and not gpu_code.is_cpu_build(caller.fn.attrs + caller.fn.outer_attrs)
-        ]
-        found.update(id(c) for c in callers)
-        frontier = callers
+    seeds = [f for f in ws.functions if not f.support_code and _panics_without_a_gpu(f)]
+    found = {id(f) for f in seeds}
+    for seed in seeds:
+        found.update(
+            id(caller)
+            for caller in ws.callers_of(seed, within=_ACQUIRE_DEPTH, by_path=True)
+            if not gpu_code.is_cpu_build(caller.fn.attrs + caller.fn.outer_attrs)
+        )
     _ACQUIRING[ws] = found
     return found
 

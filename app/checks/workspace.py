@@ -338,14 +338,20 @@ class Workspace:
                     caller.evidence = f"calls `{item.fn.qualname}` ({item.path}:{item.fn.fn_line})"
                     queue.append(caller_index)
 
-    def callers_of(self, item: IndexedFunction, within: int = 6) -> Iterator[IndexedFunction]:
-        """Functions that reach ``item`` through at most ``within`` calls (nearest first)."""
+    def callers_of(
+        self, item: IndexedFunction, within: int = 6, by_path: bool = False
+    ) -> Iterator[IndexedFunction]:
+        """Functions that reach ``item`` through at most ``within`` calls (nearest first);
+        ``by_path``: through calls by path only (`foo()`, `Type::foo()`), not method
+        calls resolved by name."""
         seen: set[int] = set()
         frontier = [item]
         for _ in range(within):
             next_frontier: list[IndexedFunction] = []
             for current in frontier:
                 for key in definition_keys(current.fn):
+                    if by_path and key[0] == "m":
+                        continue
                     for index in self.callers.get(key, ()):
                         if index not in seen:
                             seen.add(index)
