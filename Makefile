@@ -19,6 +19,7 @@ install: $(BIN)/.installed
 
 lint: install
 	$(BIN)/ruff check app tests bench
+	$(BIN)/ruff format --check app tests bench
 	$(BIN)/mypy app
 
 test: lint

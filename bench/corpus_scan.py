@@ -81,7 +81,9 @@ def detect_commit(path: Path) -> str:
     try:
         top = subprocess.run(
             ["git", "-C", str(path), "rev-parse", "--show-toplevel"],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.strip()
         if Path(top).resolve() != path.resolve():
             return ""
@@ -133,8 +135,10 @@ def bisect_crash(gpuproof: list[str], root: Path, files: list[Path], timeout: fl
     return str(current[0].relative_to(root))
 
 
-_KEEP = re.compile(r"^(todo!|unimplemented!|panic!|unreachable!|#\[ignore|TODO|FIXME|XXX|HACK|dtoh|htod|"
-                   r"memcpy_dtoh|read_one|to_vec|cpu\(|to_cpu|Device::(?:Cpu|Cuda|Metal|Wgpu|Vulkan)\b)")
+_KEEP = re.compile(
+    r"^(todo!|unimplemented!|panic!|unreachable!|#\[ignore|TODO|FIXME|XXX|HACK|dtoh|htod|"
+    r"memcpy_dtoh|read_one|to_vec|cpu\(|to_cpu|Device::(?:Cpu|Cuda|Metal|Wgpu|Vulkan)\b)"
+)
 
 
 def shape_of(finding: dict[str, Any]) -> str:
@@ -201,10 +205,15 @@ def tool_version(gpuproof: list[str]) -> str:
 
 def repo_commit(here: Path) -> str:
     try:
-        sha = subprocess.run(["git", "-C", str(here), "log", "-1", "--format=%h"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
+        sha = subprocess.run(
+            ["git", "-C", str(here), "log", "-1", "--format=%h"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         return sha + (" (+ uncommitted changes)" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "?"
@@ -226,10 +235,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, default=30, help="findings to sample (default 30)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--sample-out", type=Path, help="write the sample here as CSV")
-    ap.add_argument("--summary-out", type=Path,
-                    help="also write the printed summary (without the sample) here")
-    ap.add_argument("--commit", action="append", default=[], metavar="NAME=SHA",
-                    help="the commit a tree was exported from (default: git HEAD if PATH is a work tree)")
+    ap.add_argument(
+        "--summary-out", type=Path, help="also write the printed summary (without the sample) here"
+    )
+    ap.add_argument(
+        "--commit",
+        action="append",
+        default=[],
+        metavar="NAME=SHA",
+        help="the commit a tree was exported from (default: git HEAD if PATH is a work tree)",
+    )
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per gpuproof run")
     ap.add_argument("--no-bisect", action="store_true", help="do not narrow a crash down to a file")
     args = ap.parse_args(argv)
@@ -255,8 +270,10 @@ def main(argv: list[str] | None = None) -> int:
     emit("# gpuproof corpus scan")
     words = [sys.argv[0], *(argv if argv is not None else sys.argv[1:])]
     emit(f"command: python {' '.join(shlex.quote(a) for a in words)}")
-    emit(f"gpuproof: {' '.join(gpuproof)}  version: {tool_version(gpuproof)}  repo commit: "
-         f"{repo_commit(Path(__file__).resolve().parent)}")
+    emit(
+        f"gpuproof: {' '.join(gpuproof)}  version: {tool_version(gpuproof)}  repo commit: "
+        f"{repo_commit(Path(__file__).resolve().parent)}"
+    )
     emit(f"date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
     emit()
 
@@ -283,8 +300,10 @@ def main(argv: list[str] | None = None) -> int:
 
     # ---- summary table
     emit("## Per tree")
-    head = f"{'tree':<10} {'commit':<12} {'files':>6} {'lines':>8} {'secs':>6} {'exit':>4} " \
-           f"{'findings':>8} {'errors':>6} {'per10k':>7} {'err/10k':>7}"
+    head = (
+        f"{'tree':<10} {'commit':<12} {'files':>6} {'lines':>8} {'secs':>6} {'exit':>4} "
+        f"{'findings':>8} {'errors':>6} {'per10k':>7} {'err/10k':>7}"
+    )
     emit(head)
     emit("-" * len(head))
     for t in trees:
@@ -292,22 +311,28 @@ def main(argv: list[str] | None = None) -> int:
         ne = sum(1 for f in t.findings if f.get("severity") == "error")
         per = 1e4 * n / t.lines if t.lines else 0.0
         pere = 1e4 * ne / t.lines if t.lines else 0.0
-        emit(f"{t.name:<10} {t.commit[:12]:<12} {len(t.rs_files):>6} {t.lines:>8} {t.seconds:>6.2f} "
-             f"{t.exit_code!s:>4} {n:>8} {ne:>6} {per:>7.2f} {pere:>7.2f}"
-             + ("   CRASH" if t.crashed else ""))
+        emit(
+            f"{t.name:<10} {t.commit[:12]:<12} {len(t.rs_files):>6} {t.lines:>8} {t.seconds:>6.2f} "
+            f"{t.exit_code!s:>4} {n:>8} {ne:>6} {per:>7.2f} {pere:>7.2f}" + ("   CRASH" if t.crashed else "")
+        )
     all_f = sum(len(t.findings) for t in trees)
     all_e = sum(1 for t in trees for f in t.findings if f.get("severity") == "error")
     all_l = sum(t.lines for t in trees)
-    emit(f"{'total':<10} {'':<12} {sum(len(t.rs_files) for t in trees):>6} {all_l:>8} "
-         f"{sum(t.seconds for t in trees):>6.2f} {'':>4} {all_f:>8} {all_e:>6} "
-         f"{1e4 * all_f / all_l if all_l else 0:>7.2f} {1e4 * all_e / all_l if all_l else 0:>7.2f}")
+    emit(
+        f"{'total':<10} {'':<12} {sum(len(t.rs_files) for t in trees):>6} {all_l:>8} "
+        f"{sum(t.seconds for t in trees):>6.2f} {'':>4} {all_f:>8} {all_e:>6} "
+        f"{1e4 * all_f / all_l if all_l else 0:>7.2f} {1e4 * all_e / all_l if all_l else 0:>7.2f}"
+    )
     emit()
 
     for t in trees:
         emit(f"## {t.name}  ({t.path}, commit {t.commit})")
         if t.stats:
-            mism = "" if t.stats.get("lines") == t.lines and t.stats.get("files") == len(t.rs_files) else \
-                f"  (gpuproof counted {t.stats.get('files')} files / {t.stats.get('lines')} lines)"
+            mism = (
+                ""
+                if t.stats.get("lines") == t.lines and t.stats.get("files") == len(t.rs_files)
+                else f"  (gpuproof counted {t.stats.get('files')} files / {t.stats.get('lines')} lines)"
+            )
             emit(f"gpuproof stats: {json.dumps(t.stats)}{mism}")
         if t.crashed:
             where = f", narrowed to file: {t.crash_file}" if t.crash_file else ""
@@ -335,8 +360,11 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     counts = {t.name: len(t.findings) for t in trees}
     quota = allocate(counts, args.sample)
-    emit(f"## Sample (seed {args.seed}, {sum(quota.values())} findings; per tree: "
-         + ", ".join(f"{k}={v}" for k, v in quota.items()) + ")")
+    emit(
+        f"## Sample (seed {args.seed}, {sum(quota.values())} findings; per tree: "
+        + ", ".join(f"{k}={v}" for k, v in quota.items())
+        + ")"
+    )
     sample: list[tuple[TreeResult, dict[str, Any]]] = []
     for t in trees:
         ordered = sorted(t.findings, key=lambda f: (f["path"], f["line"], f["rule"], f.get("function", "")))
@@ -345,8 +373,10 @@ def main(argv: list[str] | None = None) -> int:
         sample.extend((t, f) for f in picked)
     for i, (t, f) in enumerate(sample, 1):
         emit()
-        emit(f"[{i}] {t.name}:{f['path']}:{f['line']}  {f['rule']} ({f.get('severity')})"
-             f"  fn {f.get('function')}")
+        emit(
+            f"[{i}] {t.name}:{f['path']}:{f['line']}  {f['rule']} ({f.get('severity')})"
+            f"  fn {f.get('function')}"
+        )
         emit(f"    {f.get('message')}")
         emit(context(t.path, f["path"], int(f["line"])))
 

@@ -309,9 +309,7 @@ def git(git_dir: Path, *args: str, binary: bool = False):
         text=not binary,
     )
     if proc.returncode != 0:
-        err = (
-            proc.stderr if isinstance(proc.stderr, str) else proc.stderr.decode("utf-8", "replace")
-        )
+        err = proc.stderr if isinstance(proc.stderr, str) else proc.stderr.decode("utf-8", "replace")
         raise UsageError(f"git {' '.join(args[:2])} failed: {err.strip()[:400]}")
     return proc.stdout
 
@@ -472,9 +470,7 @@ def score(labels: list[Label]) -> dict:
             per_rule[rule] = {
                 "labelled": len(rows),
                 "flagged": len(flagged),
-                "rule_exact": sum(
-                    1 for lab in flagged if any(f.get("rule") == rule for f in lab.findings)
-                ),
+                "rule_exact": sum(1 for lab in flagged if any(f.get("rule") == rule for f in lab.findings)),
             }
     fp_rules = collections.Counter(f.get("rule") for lab in fp for f in lab.findings)
     tp_rules = collections.Counter(f.get("rule") for lab in tp for f in lab.findings)
@@ -498,9 +494,7 @@ def short_msg(f: dict) -> str:
     return msg[:110] + ("…" if len(msg) > 110 else "")
 
 
-def print_report(
-    labels: list[Label], runs: list[RunResult], sc: dict, stray: int, out=sys.stdout
-) -> None:
+def print_report(labels: list[Label], runs: list[RunResult], sc: dict, stray: int, out=sys.stdout) -> None:
     w = lambda s="": print(s, file=out)  # noqa: E731
     n_v = sum(1 for lab in labels if lab.label == "violating")
     n_c = len(labels) - n_v
@@ -546,10 +540,7 @@ def print_report(
         w(f"{rule:24} {d['labelled']:>8} {d['flagged']:>8} {rec:>7} {d['rule_exact']:>6}")
     w()
     if sc["tp_rules"]:
-        w(
-            "rules firing on true positives: "
-            + ", ".join(f"{k} {v}" for k, v in sc["tp_rules"].most_common())
-        )
+        w("rules firing on true positives: " + ", ".join(f"{k} {v}" for k, v in sc["tp_rules"].most_common()))
     if sc["fp_rules"]:
         w(
             "rules firing on false positives: "
@@ -628,9 +619,7 @@ def write_json(path: Path, labels: list[Label], runs: list[RunResult], sc: dict)
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument(
-        "--git-dir", required=True, type=Path, help="bare git mirror of forecast-bio/ferrotorch"
-    )
+    ap.add_argument("--git-dir", required=True, type=Path, help="bare git mirror of forecast-bio/ferrotorch")
     ap.add_argument("--labels", type=Path, default=DEFAULT_LABELS)
     ap.add_argument(
         "--gpuproof",
@@ -676,9 +665,7 @@ def main(argv: list[str] | None = None) -> int:
             for lab in mine:
                 src_path = tree / lab.path
                 if not src_path.is_file():
-                    raise UsageError(
-                        f"{commit[:12]}: labelled file missing from export: {lab.path}"
-                    )
+                    raise UsageError(f"{commit[:12]}: labelled file missing from export: {lab.path}")
                 src = src_path.read_text(encoding="utf-8", errors="replace")
                 src_lines = src.split("\n")
                 bare = re.escape(last_segment(lab.function))
@@ -692,9 +679,7 @@ def main(argv: list[str] | None = None) -> int:
                 span = function_span(src, lab.line)
                 if span:
                     lab.start, lab.end = span
-            print(
-                f"[{i}/{len(commits)}] {commit[:12]}: gpuproof check …", file=sys.stderr, flush=True
-            )
+            print(f"[{i}/{len(commits)}] {commit[:12]}: gpuproof check …", file=sys.stderr, flush=True)
             r.rc, r.findings, r.error, r.check_s = run_gpuproof(cmd, tree, args.timeout)
             if r.error:
                 crashed = True

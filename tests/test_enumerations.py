@@ -50,6 +50,8 @@ def test_a_list_in_running_text_claims_the_items_that_name_changed_functions(bod
         "Tests for scale, shift and roll on the GPU.",
         "Length guards in gpu_scale_, gpu_shift_ and gpu_roll_ on the GPU.",  # families, and guards
         "The GPU ops' unwrap sites in scale, shift and roll now return errors.",
+        "gpu_apply<R>(scale, shift, roll) -> Tensor dispatches the GPU kernel.",  # a signature's parameters
+        "Vectorizable scale/shift/roll kernels replace scalar libm calls.",  # host code
     ],
 )
 def test_lists_of_means_interfaces_negations_and_history_claim_nothing(body: str) -> None:

@@ -181,6 +181,15 @@ def test_gap_report_required_for_incomplete_work() -> None:
     assert reported == []
 
 
+def test_a_cpu_implementation_is_a_gap_unless_the_change_is_about_the_host() -> None:
+    cpu_twin = "pub fn cpu_scale(x: &[f32]) -> Vec<f32> { x.iter().map(|v| v * 2.0).collect() }\n"
+    gaps = {
+        title: [f.rule for f in run_review({"src/cpu.rs": cpu_twin}, body="", title=title).description]
+        for title in ("Scale", "Feature/cpu scale")
+    }
+    assert gaps == {"Scale": ["missing-gap-report"], "Feature/cpu scale": []}
+
+
 def test_hostile_reviewer_answers_from_the_code_and_marks_the_unanswered() -> None:
     found = run_review({"src/lib.rs": KERNEL + FAKE_LAYER_NORM, "tests/gpu.rs": GPU_TEST}, body="")
     answers = {a.function.fn.name: a for a in found.answers}
@@ -347,6 +356,7 @@ def test_review_body_file_and_bad_revision(tmp_path: Path, capsys: pytest.Captur
         ("Add cubecl scale kernels", "", ["scale"]),
         ("", "Add the metal kernels.", []),  # a backend is no subject
         ("", "Add the cuda kernel impl.", []),
+        ("Fix non-cuda scale", "", []),  # a fix for the builds without the GPU
     ],
 )
 def test_claim_shapes(title: str, body: str, subjects: list[str]) -> None:
@@ -992,8 +1002,16 @@ impl CudaStorage {
 )
 
 
+# ratchet's `MetaOperation`: the trait's file has a default of the method its default
+# `compile` calls on `self`, which the op types in other files override.
+_MAP1_TRAIT_WITH_DEFAULT_F = _MAP1_TRAIT.replace("-> CudaSlice<f32>;", "-> CudaSlice<f32> { s.clone() }")
+
+
+@pytest.mark.parametrize("trait", [_MAP1_TRAIT, _MAP1_TRAIT_WITH_DEFAULT_F])
 @pytest.mark.parametrize(("op", "backed"), [("avg_pool2d", True), ("affine", False)])
-def test_a_default_method_of_a_trait_reaches_the_impls_of_the_types_built(op: str, backed: bool) -> None:
+def test_a_default_method_of_a_trait_reaches_the_impls_of_the_types_built(
+    op: str, backed: bool, trait: str
+) -> None:
     test = """
         #[test]
         fn avg_pool2d_gpu() {
@@ -1001,7 +1019,7 @@ def test_a_default_method_of_a_trait_reaches_the_impls_of_the_types_built(op: st
             CudaStorage::zeros(&dev).avg_pool2d(2);
         }
         """
-    files = {"src/utils.rs": _MAP1_TRAIT, "src/backend.rs": _MAP1_OPS, "tests/gpu.rs": test}
+    files = {"src/utils.rs": trait, "src/backend.rs": _MAP1_OPS, "tests/gpu.rs": test}
     # Both ops launch through `Map1::map` (4a); only the pool is built by a GPU test (4d).
     (claim,) = run_review(files, body=f"Add a cuda kernel for {op}.").claims
     assert claim.backed is backed

@@ -11,7 +11,15 @@ from app.checks.engine import HOST_DETOUR_RULES
 from app.checks.enumerations import enumerated_subjects
 from app.checks.gpu_tests import fails_without_a_gpu, gpu_test_reach, is_gpu_test
 from app.checks.model import Finding
-from app.checks.prose import GPU_WORD, NAME_FAMILY, PLUMBING_NAME, Sentence, names_subject, subject_words
+from app.checks.prose import (
+    GPU_WORD,
+    HOST_WORDS,
+    NAME_FAMILY,
+    PLUMBING_NAME,
+    Sentence,
+    names_subject,
+    subject_words,
+)
 from app.checks.rules import disabled_gpu_test
 from app.checks.workspace import IndexedFunction, Workspace
 
@@ -137,7 +145,7 @@ _NOT_A_CLAIM = re.compile(
     r"|pre-?existing|already)\b|\bnext(?:\s+steps?)?\s*:|\btests?\s+(?:for|of|cover\w*)\b",
     re.I,
 )
-_HOST = re.compile(r"\b(?:cpu|host)\b", re.I)  # "moved GPU tensors to CPU" claims nothing for the GPU
+_HOST = re.compile(rf"\b(?:{HOST_WORDS})\b", re.I)  # what is said of the host claims nothing for the GPU
 _NOT_A_SUBJECT = re.compile(
     r"\s*(?:\d(?!-?d\b)|(?:one|two|three|four|five|six|seven|eight|nine|ten|dozens?)\b|in\b|on\b|for\b|when\b|via\b|to\b|at\b|is\b|are\b|over\b|by\b|with\b|from\b|as\b"
     r"|through\b|into\b|onto\b|more\b|others?\b|every(?:thing)?\b|each\b|major\b|etc\b|this\b|that\b|it\b|result|tensor\b(?!::)|output|input|data\b|end-to-end|next\b|done\b|todo\b|tests?\b"

@@ -15,6 +15,7 @@ import re
 
 from app.checks.prose import (
     GPU_WORD,
+    HOST_WORDS,
     MEANS_BEFORE,
     NAME_FAMILY,
     NOT_DONE_WORK,
@@ -45,7 +46,7 @@ _HEAD_DONE = re.compile(
 # members the list names, each one claimed.
 _COUNTED_KERNELS = re.compile(r"\b\d+\s+(?:[\w-]+\s+){0,3}?(?:kernels|ops)\s+(?:covering|for)\s*$", re.I)
 # Besides what is not done work at all, a list of examples or of CPU work.
-_NOT_DONE = re.compile(rf"{NOT_DONE_WORK.pattern}|\b(?:cpu|host|e\.g|such as|like)\b", re.I)
+_NOT_DONE = re.compile(rf"{NOT_DONE_WORK.pattern}|\b(?:{HOST_WORDS}|e\.g|such as|like)\b", re.I)
 # "feat(gpu,serialize,llama): ": the scopes of a conventional commit are no list of ops.
 _COMMIT_PREFIX = re.compile(r"^\w+\([^)]*\)!?:\s*")
 # Clauses of a sentence or a title ("PTX module cache ... + make Softplus/ELU/Mish
@@ -65,6 +66,8 @@ _NOT_AN_OP = frozenset(
     backward inverse""".split()
 )
 _PARENTHETICAL = re.compile(rf"\s*{_PARENS}")
+# "compute_mask_gpu<R>(processor, client, packed)": the parameters of a signature.
+_CALL_OPEN = re.compile(r"[\w>]\($")
 
 
 def enumerated_subjects(text: str, head_about_gpu: bool) -> list[tuple[str, bool]]:
@@ -79,7 +82,12 @@ def enumerated_subjects(text: str, head_about_gpu: bool) -> list[tuple[str, bool
         ):
             continue  # "X, Y" is too often two clauses; a list has three items
         before, after = text[: listing.start()], text[listing.end() :]
-        if _NOT_DONE.search(before) or MEANS_BEFORE.search(before) or _NOT_OPS_AFTER.match(after):
+        if (
+            _NOT_DONE.search(before)
+            or MEANS_BEFORE.search(before)
+            or _NOT_OPS_AFTER.match(after)
+            or _CALL_OPEN.search(before)
+        ):
             continue
         # The head may span clauses ("sites enumerated + wired: A, B, C"); the context
         # of a list in running text is its own clause.

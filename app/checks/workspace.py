@@ -268,8 +268,8 @@ class Workspace:
         type several files define (each model of candle has its own ``RmsNorm``) reaches
         the one of the caller's file, else the one its ``use`` declarations import."""
         found = self.definitions.get(key, [])
-        if len(found) < 2 or key[0] not in ("f", "t"):
-            return found
+        if len(found) < 2 or key[0] not in ("f", "t") or _dispatches_on_self(key, caller.fn):
+            return found  # `self.f(..)` in a trait's default method: any implementing type's `f`
         if key[0] == "f":
             same = [i for i in found if self.functions[i].crate == caller.crate]
             return same or found
@@ -403,9 +403,13 @@ class Workspace:
                     if len(impls) <= _MAX_GENERIC_FANOUT:
                         queue.extend(impls)
                     continue
-                if (key[0] == "m" and len(targets) > _MAX_METHOD_FANOUT) or _dispatches_on_self(key, fn):
+                on_self = _dispatches_on_self(key, fn)
+                if (key[0] == "m" and len(targets) > _MAX_METHOD_FANOUT) or on_self:
                     dispatched.add(key)
-                    queue.extend(i for i in targets if i in built)
+                    # A default method runs for the built types that do not override it.
+                    queue.extend(
+                        i for i in targets if i in built or (on_self and not self.functions[i].fn.impl_type)
+                    )
                     continue
                 queue.extend(targets)
         return reached
