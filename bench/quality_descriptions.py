@@ -8,7 +8,8 @@ kinds of case:
   for most sets; huggingface/candle and tracel-ai/burn for ``heldout7_*`` to
   ``heldout9_*``; EricLBuehler/mistral.rs and tracel-ai/cubecl for ``heldout10_*``;
   coreylowman/dfdx and luminal-ai/luminal for ``heldout11_*``; webonnx/wonnx for
-  ``heldout12_wonnx``; huggingface/ratchet and crabml/crabml for ``heldout13_*``). The
+  ``heldout12_wonnx``; huggingface/ratchet and crabml/crabml for ``heldout13_*``;
+  EricLBuehler/candle-vllm for ``heldout14_cvllm``). The
   description is the commit message (read from the git dir at run time, never stored
   in this repository; a GitHub merge commit's body is the pull request's title) and
   the change is ``commit^..commit`` (a merge's first parent: the whole pull request).

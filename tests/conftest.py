@@ -124,12 +124,13 @@ def start_serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes]
     import httpx
 
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=log.open("a"),
-        stderr=subprocess.STDOUT,
-    )
+    with log.open("a") as out:  # the child keeps its own descriptor
+        process = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     base = f"http://127.0.0.1:{port}"
     for _ in range(150):
         try:

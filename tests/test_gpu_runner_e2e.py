@@ -60,7 +60,8 @@ class Stack:
         self.processes.append(self._start([sys.executable, "-m", "app.cli", "worker"], self.env))
 
     def _start(self, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-        process = subprocess.Popen(argv, env=env, stdout=self.log.open("a"), stderr=subprocess.STDOUT)
+        with self.log.open("a") as out:  # the child keeps its own descriptor
+            process = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
         self.processes.append(process)
         return process
 
