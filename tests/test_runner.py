@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from app.runner import libtest  # the module, so pytest does not take TestOutcome for a test class
 from app.runner.agent import gpu_test_findings, outcomes_from_output, traced_processes
 from app.runner.execute import clean_environment, run_binary, run_process, traced_environment
 from app.runner.gpu import GpuHostError, build_tracer, gpus
-from app.runner.libtest import TestOutcome, parse_libtest
+from app.runner.libtest import parse_libtest
 
 FIXTURE = Path(__file__).parent / "fixtures" / "gpu-crate"
 
@@ -149,9 +150,9 @@ def test_parse_libtest_output() -> None:
         note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
         """)
     assert parse_libtest(output) == [
-        TestOutcome("a::ok_one", "passed"),
-        TestOutcome("a::bad", "failed", "values differ", "src/kernels.rs", 42),
-        TestOutcome("a::skip", "ignored"),
+        libtest.TestOutcome("a::ok_one", "passed"),
+        libtest.TestOutcome("a::bad", "failed", "values differ", "src/kernels.rs", 42),
+        libtest.TestOutcome("a::skip", "ignored"),
     ]
 
 
