@@ -13,7 +13,7 @@ from app.checks.gpu_tests import fails_without_a_gpu, gpu_test_reach, is_gpu_tes
 from app.checks.model import Finding
 from app.checks.prose import (
     GPU_WORD,
-    HOST_WORDS,
+    HOST_WORD,
     NAME_FAMILY,
     PLUMBING_NAME,
     Sentence,
@@ -145,7 +145,6 @@ _NOT_A_CLAIM = re.compile(
     r"|pre-?existing|already)\b|\bnext(?:\s+steps?)?\s*:|\btests?\s+(?:for|of|cover\w*)\b",
     re.I,
 )
-_HOST = re.compile(rf"\b(?:{HOST_WORDS})\b", re.I)  # what is said of the host claims nothing for the GPU
 _NOT_A_SUBJECT = re.compile(
     r"\s*(?:\d(?!-?d\b)|(?:one|two|three|four|five|six|seven|eight|nine|ten|dozens?)\b|in\b|on\b|for\b|when\b|via\b|to\b|at\b|is\b|are\b|over\b|by\b|with\b|from\b|as\b"
     r"|through\b|into\b|onto\b|more\b|others?\b|every(?:thing)?\b|each\b|major\b|etc\b|this\b|that\b|it\b|result|tensor\b(?!::)|output|input|data\b|end-to-end|next\b|done\b|todo\b|tests?\b"
@@ -294,7 +293,7 @@ def title_topic(title: Sentence) -> Claim | None:
     ("feat: implement HardSigmoid operation" in a runtime whose every op is a shader),
     it claims the op only where the diff's GPU code names that op."""
     text = title.with_code or title.text
-    if _UPKEEP.search(text) or _HOST.search(text) or _NOT_A_CLAIM.search(text):
+    if _UPKEEP.search(text) or HOST_WORD.search(text) or _NOT_A_CLAIM.search(text):
         return None
     subject = " ".join(_TOPIC_NOISE.sub(" ", _BRANCH_PREFIX.sub(" ", text)).split()).strip(" .:-+")
     if not subject:
@@ -311,7 +310,7 @@ def _said_of_the_device(text: str) -> bool:
     said = _ON_DEVICE.search(text)
     if said is None:
         return False
-    return not _NOT_A_CLAIM.search(text[: said.start()]) and not _HOST.search(said.group())
+    return not _NOT_A_CLAIM.search(text[: said.start()]) and not HOST_WORD.search(said.group())
 
 
 def _members(text: str, in_list: bool, about_gpu: bool) -> list[str]:
@@ -350,7 +349,7 @@ def _clause_claims(clause: str, line: int) -> list[Claim]:
             found = pattern.search(clause)
             if not found:
                 continue
-            if _NOT_A_CLAIM.search(clause[: found.end()]) or _HOST.search(found.group()):
+            if _NOT_A_CLAIM.search(clause[: found.end()]) or HOST_WORD.search(found.group()):
                 return []
             groups = found.groupdict()
             weak = soft and not groups.get("done")  # "implement X GPU kernel" says it outright
@@ -570,7 +569,7 @@ def _op_functions(
         for f in candidates
         if not f.support_code
         and not _SET_UP_NAME.match(f.fn.name)
-        and not _HOST.search(f"{f.path} {f.fn.qualname}")  # `cpu/mod.rs`: the host's twin of the op
+        and not HOST_WORD.search(f"{f.path} {f.fn.qualname}")  # `cpu/mod.rs`: the host's twin of the op
         and _touches_the_gpu(f, findings)
     ]
     runs = [subject[i : i + n] for n in range(len(subject), 0, -1) for i in range(len(subject) - n + 1)]

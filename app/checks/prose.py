@@ -96,6 +96,7 @@ GPU_WORD = re.compile(rf"\b(?:{GPU_WORDS})\b|Gpu[A-Z]", re.I)
 # Words that put work on the host: "moved GPU tensors to CPU", "replace scalar libm",
 # "Fix non-cuda builds".
 HOST_WORDS = r"cpu|host|libm|non-(?:cuda|gpu|metal|wgpu)"
+HOST_WORD = re.compile(rf"\b(?:{HOST_WORDS})\b", re.I)
 # Accessors and constructors are plumbing, not GPU ops, unless they launch work.
 PLUMBING_NAME = re.compile(r"^(?:is|has|get|set|with|new|from|into|as|to)(?:_|$)")
 # "reuses the kernel via ptx_f32_to_f64", "via device-resident dot / scale": a name

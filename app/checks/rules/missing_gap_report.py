@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from app.checks import gpu_code
 from app.checks.model import Severity
-from app.checks.prose import GPU_WORD, HOST_WORDS
+from app.checks.prose import GPU_WORD, HOST_WORD
 from app.checks.rules.base import Hit, Rule
 
 if TYPE_CHECKING:
@@ -16,9 +16,6 @@ _INCOMPLETE_RULES = frozenset({"deferred-kernel", "stub-residue", "cfg-gated-stu
 _UNSUPPORTED_ERROR = re.compile(
     rb"Err\s*\(\s*[\w:]*(?:Unsupported|NotImplemented|NotSupported|NoCuda|Unavailable|MissingKernel)"
 )
-# A title about the host alone ("Feature/cpu softmax"): its CPU code is the change, not
-# a gap ("CPU reference + GPU scaffolding for X" names the GPU too).
-_HOST_TITLE = re.compile(rf"\b(?:{HOST_WORDS})\b", re.I)
 # A gap report, however it is worded, says what is still missing and what comes next.
 _PARTS = {
     "what does not work yet": re.compile(
@@ -94,7 +91,9 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
 def _incomplete_work(ctx: DescriptionContext) -> list[str]:
     gaps = [f"{f.rule} at {f.path}:{f.line}" for f in ctx.findings if f.rule in _INCOMPLETE_RULES]
     gaps.extend(f'the claim "{c.text}" is not backed' for c in ctx.claims if c.functions and not c.backed)
-    host_change = bool(_HOST_TITLE.search(ctx.title)) and not GPU_WORD.search(ctx.title)
+    # A title about the host alone ("Feature/cpu softmax"): its CPU code is the change,
+    # not a gap ("CPU reference + GPU scaffolding for X" names the GPU too).
+    host_change = bool(HOST_WORD.search(ctx.title)) and not GPU_WORD.search(ctx.title)
     for item in ctx.changed:
         fn = item.fn
         where = f"`{fn.qualname}` ({item.path}:{fn.fn_line})"
