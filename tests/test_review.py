@@ -311,7 +311,8 @@ def test_review_body_file_and_bad_revision(tmp_path: Path, capsys: pytest.Captur
         ("feat(gpu): CUDA kernel for scale", "", ["scale"]),
         ("scale", "The scale op has been ported over to CUDA.", ["scale"]),
         ("scale on GPU", "", ["scale"]),  # a soft shape, kept because it resolves
-        ("attention on GPU", "", []),  # a soft shape that names nothing changed: dropped
+        ("attention on GPU", "", ["attention"]),  # a GPU title naming nothing: the diff's GPU code
+        ("", "Attention on GPU.", []),  # the same soft shape in the body names nothing changed: dropped
         ("", "Moved the GPU tensors to the CPU before reading them.", []),
         ("Move scale onto the device", "", ["scale"]),
         ("", "Scale is now computed by a hand-written PTX kernel (`gpu_scale`).", ["Scale"]),
@@ -344,7 +345,7 @@ def test_review_body_file_and_bad_revision(tmp_path: Path, capsys: pytest.Captur
         ("", "Efficient implementation of `scale()` for `metal` (#2512)", ["scale"]),
         ("fix: add missing gpu scale_* (#996)", "", ["scale_*"]),
         ("Add the scale kernels.", "", ["scale"]),
-        ("Add the gather kernels.", "", []),  # "kernels" alone is a soft shape: gather is not changed
+        ("", "Add the gather kernels.", []),  # "kernels" alone is a soft shape: gather is not changed
         ("", "Add a test for the fast CPU kernel.", []),
         ("Fast kernels.", "* Scale cuda bindings.\n* Metal kernel (part 1).", ["Scale"]),
         ("", "Replaced with the device-aware path which uses scale_* kernels on GPU.", []),
@@ -766,7 +767,10 @@ METAL_TEST = """
     [
         ("[Metal] Concurrent dispatching (#3511)", "", [("Concurrent dispatching", True)]),
         ("[Metal] Concurrent dispatching (#3511)", "* fmt\n* Tweak.", [("Concurrent dispatching", True)]),
-        ("Fix attention on Metal", "", []),  # the metal code changed is not about attention
+        # Its words name none of the Metal code the diff changes: that code stands for it.
+        ("Fix attention on Metal", "", [("attention", True)]),
+        ("Disable the fast kernels on Metal", "", []),  # switches GPU work off
+        ("Simplify the Metal dispatch", "", []),  # upkeep
         ("Metal commands refactoring", "", []),  # upkeep claims nothing
         ("Fix the cpu kernel for concurrent encoding", "", []),  # about the host
     ],
@@ -784,6 +788,26 @@ def test_a_terse_title_is_held_to_the_evidence_of_the_change() -> None:
     (claim,) = run_review(files, body="", title="[Metal] Concurrent dispatching").claims
     assert [f.fn.name for f in claim.functions] == ["encode_concurrent"]
     assert not claim.backed and any("4d" in m for m in claim.missing)
+
+
+@pytest.mark.parametrize("title", ["rope kernel", "Metal training works", "Pool query sets to fix metal"])
+def test_a_title_that_puts_its_work_on_the_gpu_is_a_claim_even_naming_no_function(title: str) -> None:
+    """Neither "rope" nor "training" names a function the diff changes: the title is held
+    to all of the diff's GPU code, here untested, not dropped."""
+    (claim,) = run_review({"metal-kernels/src/dispatch.rs": METAL_DISPATCH}, body="", title=title).claims
+    assert [f.fn.name for f in claim.functions] == ["encode_concurrent"]
+    assert not claim.backed and any("4d" in m for m in claim.missing)
+
+
+def test_a_gpu_title_over_a_diff_without_gpu_code_cannot_be_verified() -> None:
+    files = {"src/config.rs": "pub fn parse_compute_cap(s: &str) -> u32 { s.parse().unwrap_or(80) }"}
+    (claim,) = run_review(files, body="", title="Faster cuda FP8 performance").claims
+    assert not claim.functions and not claim.backed
+    assert claim.missing == [
+        "the title puts work on the GPU, but the diff adds or changes no GPU code: the claim cannot be verified"
+    ]
+    # A title that names no backend and no kernel still claims nothing it cannot resolve.
+    assert run_review(files, body="", title="Faster FP8 performance").claims == []
 
 
 def test_a_title_naming_a_backend_is_about_that_backends_code() -> None:

@@ -30,7 +30,7 @@ _DONE = (
     r"|introduce|write|route|dispatch|migrate|migrated|migrates|unblocks?|unblocked)"
 )
 _TARGET = r"(?:the\s+)?`?(?:gpu|gpus|cuda|device|wgpu|cubecl|metal|vulkan|rocm|accelerator)\b`?"
-_BACKENDS = "cuda|metal|wgpu|cubecl|vulkan|rocm"  # the names of GPU backends
+_BACKENDS = "cuda|metal|wgpu|webgpu|cubecl|vulkan|rocm"  # the names of GPU backends
 _BACKEND = rf"(?:gpu|ptx|{_BACKENDS})"  # the word that names a GPU backend
 # What an implementation of an op for a backend is called.
 _IMPLEMENTATION = r"(?:implementation|kernels?|support|bindings?|version|variant)"
@@ -142,7 +142,7 @@ _NOT_A_CLAIM = re.compile(
     r"\b(?:not|no|never|without|cannot|can't|doesn't|don't|isn't|aren't|won't|yet to|todo|planned"
     r"|plan to|will|would|should|could|might|future|follow[- ]?up|scaffolding|stub|stubbed|reference"
     r"|pre-flight|instead of|rather than|removed?|revert(?:ed|s)?|drop(?:ped|s)?|pytorch|torch"
-    r"|pre-?existing|already)\b|\bnext(?:\s+steps?)?\s*:|\btests?\s+(?:for|of|cover\w*)\b",
+    r"|pre-?existing|already|disabl\w*)\b|\bnext(?:\s+steps?)?\s*:|\btests?\s+(?:for|of|cover\w*)\b",
     re.I,
 )
 _NOT_A_SUBJECT = re.compile(
@@ -171,18 +171,22 @@ _SUBJECT_NOISE = re.compile(
     re.I,
 )
 _DETOUR_RULES = HOST_DETOUR_RULES | {"cpu-detour"}
-_BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|vulkan|rocm)(?![a-z])", re.I)
+_BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|webgpu|vulkan|rocm)(?![a-z])", re.I)
 # A title that names a GPU backend (or the GPU) as the place of the work.
 _BACKEND_WORD = re.compile(rf"\b(?:gpu|{_BACKENDS}|hip|spirv|cudnn|cublas\w*|ptx|wgsl|msl|mps)\b", re.I)
 # Upkeep, not GPU work: a title about it makes no claim ("Update cubecl", "Metal commands
 # refactoring", "Split the cuda error file", "ci: fix wgpu-info").
 _UPKEEP = re.compile(
     r"^(?:\[[^\]]*\]\s*)?(?:(?:refactor|chore|docs?|test|tests|ci|style|build|revert)\b"
-    r"|(?:update|upgrade|bump|merge|release|rename|move|split|cleanup|clean up|format|pin)\b)"
+    r"|(?:update|upgrade|bump|merge|release|rename|mov(?:e|es|ed|ing)|split|cleanup|clean up|format|pin)\b)"
     r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lint"
-    r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|examples?|ci|logging|warnings?|macros?)\b",
+    r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|examples?|ci|logging|warnings?|macros?"
+    r"|simplif\w*|unif\w*|renam\w*|docs?|documentation)\b",
     re.I,
 )
+# A title that names a backend or a kernel puts its work on the GPU ("rope kernel",
+# "Metal training works"): it is a claim even when none of its words names a function.
+_ON_THE_GPU = re.compile(rf"{_BACKEND_WORD.pattern}|\bkernels?\b", re.I)
 # "Feat/wgpu/conv", "[Metal]", "feat(cuda):": the label of a title, not its subject.
 _BRANCH_PREFIX = re.compile(r"^\s*(?:\w+/)+|^\s*\[[^\]]*\]|^\s*\w+(?:\([^)]*\))?:")
 # The words of a title that are not its topic: verbs of change, backend names, fillers.
@@ -190,7 +194,7 @@ _TOPIC_NOISE = re.compile(
     r"\b(?:fix(?:es|ed)?|add(?:s|ed)?|handle[sd]?|improve[sd]?|support(?:s|ed)?|enable[sd]?|implement\w*"
     r"|feat|perf|make|makes|allow\w*|use[sd]?|faster|better|new|initial|first|draft|more|some|small"
     rf"|the|a|an|for|on|in|to|of|with|and|from|via|gpu|{_BACKENDS}|hip|spirv"
-    r"|backends?|kernels?|ops?|operations?|operators?|nodes?|tests?)\b|\(#\d+\)",
+    r"|backends?|kernels?|ops?|operations?|operators?|nodes?|paths?|tests?)\b|\(#\d+\)",
     re.I,
 )
 _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
@@ -301,7 +305,8 @@ def title_topic(title: Sentence) -> Claim | None:
     of_an_op = not _BACKEND_WORD.search(text)
     if of_an_op and _FALLBACK.search(text):
         return None  # "eliminate 3 silent fallbacks in codegen": about fallbacks, not an op
-    return Claim(text, subject, title.line, soft=True, topic=True, of_an_op=of_an_op)
+    on_the_gpu = bool(_ON_THE_GPU.search(text))
+    return Claim(text, subject, title.line, soft=not on_the_gpu, topic=True, of_an_op=of_an_op)
 
 
 def _said_of_the_device(text: str) -> bool:
@@ -432,6 +437,10 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
         named = _op_functions(subject, candidates, findings)
     elif claim.topic:
         named = _topic_functions(claim, subject, named, candidates, findings)
+    if claim.topic and not claim.soft and not named:
+        # A title that puts its work on the GPU and names nothing the diff's GPU code is
+        # called by stands for all of that code ("Metal training works").
+        named = _gpu_work(claim.text, candidates, findings)
     # The functions that do the GPU work stand for the claim; a trait's default method
     # that returns "not implemented" is not the implementation being claimed.
     with_evidence = [f for f in named if f.evidence]
@@ -439,6 +448,12 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
     if not claim.functions:
         if claim.soft:
             return  # a weak shape that names nothing changed: not taken as a claim
+        if claim.topic:
+            claim.missing = [
+                "the title puts work on the GPU, but the diff adds or changes no GPU code:"
+                " the claim cannot be verified"
+            ]
+            return
         claim.missing = [
             f"no function the diff adds or changes matches `{claim.subject}`: the claim cannot be verified"
         ]
@@ -553,8 +568,13 @@ def _topic_functions(
     the title speaks of it; else what it names."""
     if named and (_saying_backend(claim.text, named) or not _backends_in(claim.text)):
         return named
+    return _spoken_of(subject, _gpu_work(claim.text, candidates, findings)) or named
+
+
+def _gpu_work(text: str, candidates: list[IndexedFunction], findings: list[Finding]) -> list[IndexedFunction]:
+    """The diff's GPU code, of the backend the text names when some of it is."""
     work = [f for f in candidates if not f.support_code and _touches_the_gpu(f, findings)]
-    return _spoken_of(subject, _saying_backend(claim.text, work) or work) or named
+    return _saying_backend(text, work) or work
 
 
 def _op_functions(

@@ -49,7 +49,7 @@ def description_context(
     topic = title_topic(said[0]) if said and said[0].line == 0 else None
     if topic and not ctx.claims:
         judge(ws, topic, changed, findings)
-        if topic.functions:
+        if topic.functions or not topic.soft:
             ctx.claims.append(topic)
     ctx.claims.sort(key=lambda c: c.line)
     return ctx
