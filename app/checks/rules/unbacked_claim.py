@@ -23,12 +23,14 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     claim of its own ("GPU kernels for div, exp, log"), and so is a changed GPU
     function the description names as done work (`gpu_softmax`, `SigmoidBackward`,
     a kernel source such as `LOG_F64_PTX`). A description that claims nothing in so
-    many words is a terse one: a title that names a GPU backend ("[Metal]
-    Concurrent dispatching", "WGPU: matmul vec4") is its claim, about the functions
-    it names in that backend or, when it names none, the diff's GPU code of that
-    backend that its words speak of. A title that names no backend ("feat: implement
-    HardSigmoid operation", "Feature/silu") is a claim only where the diff's GPU code
-    names the op, as a function or as the string it dispatches on (`"HardSigmoid" =>`).
+    many words is a terse one: a title that names a GPU backend or a kernel ("[Metal]
+    Concurrent dispatching", "WGPU: matmul vec4", "rope kernel") is its claim, about
+    the functions it names in that backend or, when it names none, the diff's GPU code
+    of that backend; when the diff changes no GPU code, the title is unverifiable.
+    Other titles ("feat: implement HardSigmoid operation", "Feature/silu") are a claim
+    only where the diff's GPU code names the op, as a function or as the string it
+    dispatches on (`"HardSigmoid" =>`). Upkeep titles (refactors, renames, docs,
+    bumps) and titles that disable something claim nothing.
 
     ## Why is this bad?
     Spec Step 5: "Never use 'implemented', 'added GPU support', 'GPU-accelerated',
