@@ -177,8 +177,8 @@ _BACKEND_WORD = re.compile(rf"\b(?:gpu|{_BACKENDS}|hip|spirv|cudnn|cublas\w*|ptx
 # Upkeep, not GPU work: a title about it makes no claim ("Update cubecl", "Metal commands
 # refactoring", "Split the cuda error file", "ci: fix wgpu-info").
 _UPKEEP = re.compile(
-    r"^(?:\[[^\]]*\]\s*)?(?:(?:refactor|chore|docs?|test|tests|ci|style|build|revert)\b"
-    r"|(?:update|upgrade|bump|merge|release|rename|mov(?:e|es|ed|ing)|split|cleanup|clean up|format|pin)\b)"
+    r"^(?:\[[^\]]*\]\s*)?(?:(?:refactor|chore|test|tests|ci|style|build|revert)\b"
+    r"|(?:update|upgrade|bump|merge|release|mov(?:e|es|ed|ing)|split|cleanup|clean up|format|pin)\b)"
     r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lint"
     r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|examples?|ci|logging|warnings?|macros?"
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation)\b",
@@ -438,8 +438,8 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
     elif claim.topic:
         named = _topic_functions(claim, subject, named, candidates, findings)
     if claim.topic and not claim.soft and not named:
-        # A title that puts its work on the GPU and names nothing the diff's GPU code is
-        # called by stands for all of that code ("Metal training works").
+        # A title that puts its work on the GPU but whose words name none of the diff's
+        # GPU code stands for all of that code ("Metal training works").
         named = _gpu_work(claim.text, candidates, findings)
     # The functions that do the GPU work stand for the claim; a trait's default method
     # that returns "not implemented" is not the implementation being claimed.
