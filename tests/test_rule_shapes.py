@@ -556,3 +556,46 @@ def test_code_after_a_cuda_branch_that_always_returns_is_cpu_only() -> None:
         }
         """
     assert run_analysis({"src/lib.rs": code}).findings == []
+
+
+def test_functions_a_macro_rules_body_defines_are_indexed_where_they_are_written() -> None:
+    from app.checks.rust_index import extract
+
+    code = b"""macro_rules! impl_kernels {
+    ($T:ty, $name:ident) => {
+        impl Kernel<$T> for Cuda {
+            fn forward(&self, x: &Tensor<$T>) -> Result<Tensor<$T>, Error> {
+                $( let _ = $extra; )*
+                unsafe { self.func.launch(cfg, (x,)) }?;
+                Ok(x.clone())
+            }
+        }
+    };
+}
+macro_rules! plus_one { ($x:expr) => { $x + 1 }; }
+fn after() { helper(); }
+macro_rules! testgen_forward { () => { #[test] fn forward_runs() { check::<TestRuntime>(); } }; }
+"""
+    facts = extract(code)
+    forward, after = facts.functions
+    assert (forward.name, forward.impl_type, forward.trait, forward.line) == ("forward", "Cuda", "Kernel", 4)
+    assert [s.kind for s in forward.signals] == ["launch"]
+    assert (after.name, after.line, [c.name for c in after.calls]) == ("after", 13, ["helper"])
+    assert facts.syntax_errors == []  # an expression-shaped macro body is not an error of the file
+    # A test a macro body writes is a template: the device it runs on is the expander's.
+    assert "forward_runs" not in {fn.name for fn in facts.functions}
+
+
+def test_a_violation_inside_a_macro_rules_body_is_flagged() -> None:
+    code = """
+        macro_rules! impl_softplus {
+            ($T:ty) => {
+                pub fn gpu_softplus(x: &CudaBuffer<$T>, dev: &GpuDevice) -> GpuResult<CudaBuffer<$T>> {
+                    let host = gpu_to_cpu(x, dev)?;
+                    let out: Vec<$T> = host.iter().map(|v| (1.0 + v.exp()).ln()).collect();
+                    cpu_to_gpu(&out, dev)
+                }
+            };
+        }
+        """
+    assert "fake-gpu-function" in rules_found(code)

@@ -32,7 +32,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "26"
+EXTRACTOR_VERSION = "28"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -578,6 +578,64 @@ def _device_static(args: Node) -> tuple[str, tuple[str, ...]] | None:
     return found.group(1), (found.group(2),)
 
 
+# `macro_rules! impl_kernels { ($T:ty) => { impl Kernel<$T> for Cuda { fn forward(..) {..} } } }`:
+# the functions a macro's expansion defines are where the kernels of many backends live,
+# and tree-sitter leaves a macro body as bare tokens. Such a body is spliced in place of
+# its definition (offsets kept) so that it parses as the items it expands to.
+_MACRO_DEFINITION_QUERY = "(macro_definition) @definition"
+_TEST_ATTR = re.compile(r"#\[[\w:]*\btest\b")
+_MACRO_BODY_QUERY = """
+(token_repetition) @repetition
+(metavariable) @variable
+"fn" @fn
+"""
+
+
+@cache
+def _macro_queries() -> tuple[Query, Query]:
+    return Query(_language(), _MACRO_DEFINITION_QUERY), Query(_language(), _MACRO_BODY_QUERY)
+
+
+def _spliced_macro_bodies(source: bytes, root: Node) -> tuple[bytes, list[tuple[int, int]]] | None:
+    """The source with each `macro_rules!` definition whose expansion defines a `fn`
+    replaced by its expansion's tokens: the wrapper and the matchers blanked, `$x`
+    written `_x`, a `$( .. )*` repetition written once. Every byte keeps its offset and
+    line. Also the line spans replaced, whose parse errors are the splice's, not the
+    file's. None when there is no such definition."""
+    definitions, body_parts = _macro_queries()
+    spans: list[tuple[int, int]] = []
+    rows: list[tuple[int, int]] = []
+    dollars: list[int] = []
+    for _, caps in QueryCursor(definitions).matches(root):
+        definition = caps["definition"][0]
+        parts = QueryCursor(body_parts).matches(definition)
+        if not any("fn" in part for _, part in parts):
+            continue
+        rows.append((definition.start_point.row + 1, definition.end_point.row + 1))
+        pos = definition.start_byte
+        for rule in definition.named_children:
+            body = rule.child_by_field_name("right") if rule.type == "macro_rule" else None
+            if body is not None:
+                spans.append((pos, body.start_byte + 1))  # the wrapper, the matcher, the opening delimiter
+                pos = body.end_byte - 1
+        spans.append((pos, definition.end_byte))
+        for _, part in parts:
+            if "variable" in part:
+                dollars.append(part["variable"][0].start_byte)
+            elif "repetition" in part:
+                delimiters = [c for c in part["repetition"][0].children if c.type in ("(", ")")]
+                if len(delimiters) >= 2:
+                    spans.append((part["repetition"][0].start_byte, delimiters[0].end_byte))
+                    spans.append((delimiters[-1].start_byte, part["repetition"][0].end_byte))
+    if not rows:
+        return None
+    spliced = bytearray(_blank(source, spans))
+    for offset in dollars:
+        if spliced[offset : offset + 1] == b"$":  # a `$x` of a matcher is blanked already
+            spliced[offset] = ord("_")
+    return bytes(spliced), rows
+
+
 def _instantiated_test_crates(blank: bytes) -> tuple[str, ...]:
     return tuple(sorted({m.group(1).decode() for m in _TESTGEN_CALL_RE.finditer(blank)}))
 
@@ -586,6 +644,12 @@ def extract(source: bytes) -> FileFacts:
     """All facts of one Rust file. Never raises on bad Rust: tree-sitter recovers."""
     parser = Parser(_language())
     tree = parser.parse(source)
+    spliced_rows: list[tuple[int, int]] = []
+    if b"macro_rules!" in source:
+        spliced = _spliced_macro_bodies(source, tree.root_node)
+        if spliced is not None:
+            source, spliced_rows = spliced
+            tree = parser.parse(source)
     matches = QueryCursor(_query()).matches(tree.root_node)
 
     fn_nodes: list[Node] = []
@@ -634,7 +698,9 @@ def extract(source: bytes) -> FileFacts:
             if alias:
                 gpu_aliases.append(alias)
         elif "error" in caps:
-            error_rows.append(caps["error"][0].start_point.row + 1)
+            row = caps["error"][0].start_point.row + 1
+            if not any(first <= row <= last for first, last in spliced_rows):
+                error_rows.append(row)
 
     # Comment and string contents are blanked so no regex ever matches inside them.
     spans = [(n.start_byte, n.end_byte) for n in comments]
@@ -661,6 +727,8 @@ def extract(source: bytes) -> FileFacts:
         if body is None:
             continue
         attrs, doc, first_line = _attributes(node)
+        if _TEST_ATTR.search(" ".join(attrs)) and any(a <= first_line <= b for a, b in spliced_rows):
+            continue  # a test template: which device it runs on is up to where it is expanded
         scope = _Scope(node)
         ret = node.child_by_field_name("return_type")
         functions.append(
