@@ -772,6 +772,12 @@ METAL_TEST = """
         ("Disable the fast kernels on Metal", "", []),  # switches GPU work off
         ("Simplify the Metal dispatch", "", []),  # upkeep
         ("Metal commands refactoring", "", []),  # upkeep claims nothing
+        # The plumbing around GPU code (its messages, settings, names, macros) is no GPU work.
+        ("Small improvement to the Metal panic.", "", []),
+        ("Metal better workspace setting", "", []),
+        ("feat: parse Metal family from env", "", []),
+        ("Migrate the metal macro", "", []),
+        ("Fix the panic in Metal concurrent dispatching", "", [("panic concurrent dispatching", True)]),
         ("Fix the cpu kernel for concurrent encoding", "", []),  # about the host
     ],
 )

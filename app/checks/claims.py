@@ -197,6 +197,13 @@ _TOPIC_NOISE = re.compile(
     r"|backends?|kernels?|ops?|operations?|operators?|nodes?|paths?|tests?)\b|\(#\d+\)",
     re.I,
 )
+# "the cuda panic", "compute cap from env", "workspace setting", "cubecl macro": a subject
+# whose head noun is the plumbing around GPU code (its messages, settings, names, macros),
+# not GPU work.
+_PLUMBING_HEAD = re.compile(
+    r"\b(?:panics?|messages?|env|environment|settings?|config(?:s|uration)?|names?|checks?|macros?|flags?)\W*$",
+    re.I,
+)
 _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
 _FALLBACK = re.compile(r"\bfall(?:s|ing)?[- ]?backs?\b", re.I)
@@ -300,7 +307,7 @@ def title_topic(title: Sentence) -> Claim | None:
     if _UPKEEP.search(text) or HOST_WORD.search(text) or _NOT_A_CLAIM.search(text):
         return None
     subject = " ".join(_TOPIC_NOISE.sub(" ", _BRANCH_PREFIX.sub(" ", text)).split()).strip(" .:-+")
-    if not subject:
+    if not subject or _PLUMBING_HEAD.search(subject):
         return None
     of_an_op = not _BACKEND_WORD.search(text)
     if of_an_op and _FALLBACK.search(text):
@@ -416,6 +423,7 @@ def _names_something(subject: str) -> bool:
         and not _TEST_NAME.search(subject)
         and not _ENDS_WITH_PREPOSITION.search(subject)
         and not NAME_FAMILY.fullmatch(subject)
+        and not _PLUMBING_HEAD.search(subject)
     )
 
 
