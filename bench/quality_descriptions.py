@@ -10,7 +10,8 @@ kinds of case:
   coreylowman/dfdx and luminal-ai/luminal for ``heldout11_*``; webonnx/wonnx for
   ``heldout12_wonnx``; huggingface/ratchet and crabml/crabml for ``heldout13_*``;
   EricLBuehler/candle-vllm for ``heldout14_cvllm``; fff-rs/juice for
-  ``heldout15_juice``). The
+  ``heldout15_juice``; huggingface/text-embeddings-inference for
+  ``heldout16_tei``). The
   description is the commit message (read from the git dir at run time, never stored
   in this repository; a GitHub merge commit's body is the pull request's title) and
   the change is ``commit^..commit`` (a merge's first parent: the whole pull request).

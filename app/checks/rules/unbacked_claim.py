@@ -30,7 +30,9 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     Other titles ("feat: implement HardSigmoid operation", "Feature/silu") are a claim
     only where the diff's GPU code names the op, as a function or as the string it
     dispatches on (`"HardSigmoid" =>`). Upkeep titles (refactors, renames, docs,
-    bumps) and titles that disable something claim nothing.
+    bumps), titles that disable something and subjects that are the plumbing around GPU
+    code ("the cuda panic", "compute cap from env", "the Metal workspace setting")
+    claim nothing.
 
     ## Why is this bad?
     Spec Step 5: "Never use 'implemented', 'added GPU support', 'GPU-accelerated',
