@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
+from app.checks.gpu_code import TEST_ATTR
 from app.checks.model import (
     Arm,
     Branch,
@@ -32,7 +33,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "28"
+EXTRACTOR_VERSION = "29"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -583,7 +584,6 @@ def _device_static(args: Node) -> tuple[str, tuple[str, ...]] | None:
 # and tree-sitter leaves a macro body as bare tokens. Such a body is spliced in place of
 # its definition (offsets kept) so that it parses as the items it expands to.
 _MACRO_DEFINITION_QUERY = "(macro_definition) @definition"
-_TEST_ATTR = re.compile(r"#\[[\w:]*\btest\b")
 _MACRO_BODY_QUERY = """
 (token_repetition) @repetition
 (metavariable) @variable
@@ -623,10 +623,11 @@ def _spliced_macro_bodies(source: bytes, root: Node) -> tuple[bytes, list[tuple[
             if "variable" in part:
                 dollars.append(part["variable"][0].start_byte)
             elif "repetition" in part:
-                delimiters = [c for c in part["repetition"][0].children if c.type in ("(", ")")]
+                repetition = part["repetition"][0]
+                delimiters = [c for c in repetition.children if c.type in ("(", ")")]
                 if len(delimiters) >= 2:
-                    spans.append((part["repetition"][0].start_byte, delimiters[0].end_byte))
-                    spans.append((delimiters[-1].start_byte, part["repetition"][0].end_byte))
+                    spans.append((repetition.start_byte, delimiters[0].end_byte))
+                    spans.append((delimiters[-1].start_byte, repetition.end_byte))
     if not rows:
         return None
     spliced = bytearray(_blank(source, spans))
@@ -646,10 +647,14 @@ def extract(source: bytes) -> FileFacts:
     tree = parser.parse(source)
     spliced_rows: list[tuple[int, int]] = []
     if b"macro_rules!" in source:
-        spliced = _spliced_macro_bodies(source, tree.root_node)
-        if spliced is not None:
-            source, spliced_rows = spliced
+        splice = _spliced_macro_bodies(source, tree.root_node)
+        if splice is not None:
+            source, spliced_rows = splice
             tree = parser.parse(source)
+
+    def spliced(row: int) -> bool:
+        return any(first <= row <= last for first, last in spliced_rows)
+
     matches = QueryCursor(_query()).matches(tree.root_node)
 
     fn_nodes: list[Node] = []
@@ -699,7 +704,7 @@ def extract(source: bytes) -> FileFacts:
                 gpu_aliases.append(alias)
         elif "error" in caps:
             row = caps["error"][0].start_point.row + 1
-            if not any(first <= row <= last for first, last in spliced_rows):
+            if not spliced(row):
                 error_rows.append(row)
 
     # Comment and string contents are blanked so no regex ever matches inside them.
@@ -727,7 +732,7 @@ def extract(source: bytes) -> FileFacts:
         if body is None:
             continue
         attrs, doc, first_line = _attributes(node)
-        if _TEST_ATTR.search(" ".join(attrs)) and any(a <= first_line <= b for a, b in spliced_rows):
+        if spliced(first_line) and any(TEST_ATTR.search(a) for a in attrs):
             continue  # a test template: which device it runs on is up to where it is expanded
         scope = _Scope(node)
         ret = node.child_by_field_name("return_type")
