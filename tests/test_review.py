@@ -204,6 +204,49 @@ def test_hostile_reviewer_answers_from_the_code_and_marks_the_unanswered() -> No
     assert "The hostile reviewer (spec 4e)" in summary and "**unanswered**" in summary
 
 
+def test_a_test_named_like_the_op_is_not_the_op_a_gpu_test_calls() -> None:
+    """candle's flash-attention test calls `candle_nn::ops::softmax` on CUDA; the CPU test
+    `fn softmax` of `tests/ops.rs` calls the changed CUDA softmax. Nothing calls a
+    `#[test]`, so the GPU test does not reach the changed code through it: the claim
+    lacks a GPU test, and the hostile reviewer names none."""
+    ops = """
+        pub fn softmax_last_dim(x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> {
+            let f = dev.get_func("k", "softmax").ok_or(GpuError::MissingKernel)?;
+            unsafe { f.launch(LaunchConfig::for_num_elems(x.len() as u32), (x,)) }?;
+            Ok(())
+        }
+        pub fn softmax(x: &Tensor) -> Tensor { x.exp() }
+        """
+    cpu_test = """
+        #[test]
+        fn softmax() {
+            let dev = test_device();
+            softmax_last_dim(&dev.alloc(4), &dev).unwrap();
+        }
+        """
+    gpu_test = """
+        #[test]
+        fn flash_attn_on_cuda() {
+            let dev = CudaDevice::new(0).expect("this test needs a CUDA device");
+            let x = Tensor::ones(4, &dev);
+            candle_nn::ops::softmax(&x);
+        }
+        """
+    files = {"nn/src/ops.rs": ops, "nn/tests/ops.rs": cpu_test, "flash-attn/tests/flash.rs": gpu_test}
+    found = run_review(files, body="Softmax implementation for cuda: softmax_last_dim now runs on the GPU.")
+    (claim,) = found.claims
+    assert not claim.backed and any("no GPU test reaches it" in m for m in claim.missing)
+    answers = {a.function.fn.name: a for a in found.answers}
+    assert answers["softmax_last_dim"].gpu_test == ""
+    # Called by a GPU test, the same op is exercised, and the reviewer says by which.
+    files["flash-attn/tests/flash.rs"] = gpu_test.replace(
+        "candle_nn::ops::softmax(&x);", "softmax_last_dim(&x, &dev);"
+    )
+    found = run_review(files, body="Softmax implementation for cuda: softmax_last_dim now runs on the GPU.")
+    assert [c.backed for c in found.claims] == [True]
+    assert "flash_attn_on_cuda" in {a.function.fn.name: a for a in found.answers}["softmax_last_dim"].gpu_test
+
+
 def test_disabled_test_is_said_to_pass_without_a_gpu() -> None:
     skipping = GPU_TEST.replace(
         'let dev = CudaDevice::new(0).expect("this test needs a CUDA device");',
@@ -779,6 +822,15 @@ METAL_TEST = """
         ("Migrate the metal macro", "", []),
         ("Fix the panic in Metal concurrent dispatching", "", [("panic concurrent dispatching", True)]),
         ("Fix the cpu kernel for concurrent encoding", "", []),  # about the host
+        # A title's label, its verb in any form and its scaffolding are not its topic.
+        ("feat/metal: concurrent dispatching", "", [("concurrent dispatching", True)]),
+        ("Fixing Metal concurrent dispatching.", "", [("concurrent dispatching", True)]),
+        ("feat/metal: add metal structure", "", []),
+        # Tests, CI, docker images and debug output are upkeep.
+        ("fix/metal/test: concurrent dispatching too large", "", []),
+        ("fix(tests): Metal concurrent dispatching", "", []),
+        ("Fix the Metal docker image", "", []),
+        ("Improve debug output of Metal dispatching", "", []),
     ],
 )
 def test_a_terse_title_is_the_claim_of_the_change(
@@ -803,6 +855,17 @@ def test_a_title_that_puts_its_work_on_the_gpu_is_a_claim_even_naming_no_functio
     (claim,) = run_review({"metal-kernels/src/dispatch.rs": METAL_DISPATCH}, body="", title=title).claims
     assert [f.fn.name for f in claim.functions] == ["encode_concurrent"]
     assert not claim.backed and any("4d" in m for m in claim.missing)
+
+
+def test_opencl_is_a_gpu_backend() -> None:
+    """juice's `frameworks/opencl/` is GPU code, and a claim "on OpenCL" is a claim."""
+    kernel = KERNEL.replace("gpu_scale", "scale")
+    (claim,) = run_review(
+        {"coaster/src/frameworks/opencl/ops.rs": kernel}, body="Implemented scale on OpenCL."
+    ).claims
+    assert [f.fn.name for f in claim.functions] == ["scale"]
+    assert not claim.backed and any("4d" in m for m in claim.missing)
+    assert gpu_code.in_gpu_path("coaster/src/frameworks/opencl/ops.rs", ())
 
 
 def test_a_gpu_title_over_a_diff_without_gpu_code_cannot_be_verified() -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from app.checks.engine import HOST_DETOUR_RULES
 from app.checks.enumerations import enumerated_subjects
-from app.checks.gpu_tests import fails_without_a_gpu, gpu_test_reach, is_gpu_test
+from app.checks.gpu_tests import fails_without_a_gpu, gpu_test_reach, tests_reaching
 from app.checks.model import Finding
 from app.checks.prose import (
     GPU_WORD,
@@ -29,8 +29,8 @@ _DONE = (
     r"|routes|routed|dispatches|dispatched|wire|wired|wires|add|move|port|enable|bring|build|ship|land"
     r"|introduce|write|route|dispatch|migrate|migrated|migrates|unblocks?|unblocked)"
 )
-_TARGET = r"(?:the\s+)?`?(?:gpu|gpus|cuda|device|wgpu|cubecl|metal|vulkan|rocm|accelerator)\b`?"
-_BACKENDS = "cuda|metal|wgpu|webgpu|cubecl|vulkan|rocm"  # the names of GPU backends
+_TARGET = r"(?:the\s+)?`?(?:gpu|gpus|cuda|device|wgpu|cubecl|metal|vulkan|rocm|opencl|accelerator)\b`?"
+_BACKENDS = "cuda|metal|wgpu|webgpu|cubecl|vulkan|rocm|opencl"  # the names of GPU backends
 _BACKEND = rf"(?:gpu|ptx|{_BACKENDS})"  # the word that names a GPU backend
 # What an implementation of an op for a backend is called.
 _IMPLEMENTATION = r"(?:implementation|kernels?|support|bindings?|version|variant)"
@@ -171,37 +171,40 @@ _SUBJECT_NOISE = re.compile(
     re.I,
 )
 _DETOUR_RULES = HOST_DETOUR_RULES | {"cpu-detour"}
-_BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|webgpu|vulkan|rocm)(?![a-z])", re.I)
+_BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|webgpu|vulkan|rocm|opencl)(?![a-z])", re.I)
 # A title that names a GPU backend (or the GPU) as the place of the work.
 _BACKEND_WORD = re.compile(rf"\b(?:gpu|{_BACKENDS}|hip|spirv|cudnn|cublas\w*|ptx|wgsl|msl|mps)\b", re.I)
 # Upkeep, not GPU work: a title about it makes no claim ("Update cubecl", "Metal commands
-# refactoring", "Split the cuda error file", "ci: fix wgpu-info").
+# refactoring", "Split the cuda error file", "ci: fix wgpu-info", "fix/cudnn/test: ..",
+# "fix(tests): ..", "fix cuda docker image").
 _UPKEEP = re.compile(
-    r"^(?:\[[^\]]*\]\s*)?(?:(?:refactor|chore|test|tests|ci|style|build|revert)\b"
+    r"^(?:\w+/)*(?:tests?|ci|docs?)(?:/\w+)*:|^\w+\((?:tests?|ci|docs?|bench\w*)\):"
+    r"|^(?:\[[^\]]*\]\s*)?(?:(?:refactor|chore|test|tests|ci|style|build|revert)\b"
     r"|(?:update|upgrade|bump|merge|release|mov(?:e|es|ed|ing)|split|cleanup|clean up|format|pin)\b)"
     r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lint"
     r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|examples?|ci|logging|warnings?|macros?"
-    r"|simplif\w*|unif\w*|renam\w*|docs?|documentation)\b",
+    r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*)\b",
     re.I,
 )
 # A title that names a backend or a kernel puts its work on the GPU ("rope kernel",
 # "Metal training works"): it is a claim even when none of its words names a function.
 _ON_THE_GPU = re.compile(rf"{_BACKEND_WORD.pattern}|\bkernels?\b", re.I)
 # "Feat/wgpu/conv", "[Metal]", "feat(cuda):": the label of a title, not its subject.
-_BRANCH_PREFIX = re.compile(r"^\s*(?:\w+/)+|^\s*\[[^\]]*\]|^\s*\w+(?:\([^)]*\))?:")
+_BRANCH_PREFIX = re.compile(r"^\s*(?:\w+/)*\w+(?:\([^)]*\))?:|^\s*(?:\w+/)+|^\s*\[[^\]]*\]")
 # The words of a title that are not its topic: verbs of change, backend names, fillers.
 _TOPIC_NOISE = re.compile(
-    r"\b(?:fix(?:es|ed)?|add(?:s|ed)?|handle[sd]?|improve[sd]?|support(?:s|ed)?|enable[sd]?|implement\w*"
-    r"|feat|perf|make|makes|allow\w*|use[sd]?|faster|better|new|initial|first|draft|more|some|small"
+    r"\b(?:fix(?:es|ed|ing)?|add(?:s|ed|ing)?|handl(?:e[sd]?|ing)|improv(?:e[sd]?|ing)|support(?:s|ed|ing)?"
+    r"|enabl(?:e[sd]?|ing)|implement\w*|feat|perf|mak(?:e|es|ing)|allow\w*|us(?:e[sd]?|ing)|faster|better|new|initial|first|draft|more|some|small"
     rf"|the|a|an|for|on|in|to|of|with|and|from|via|gpu|{_BACKENDS}|hip|spirv"
     r"|backends?|kernels?|ops?|operations?|operators?|nodes?|paths?|tests?)\b|\(#\d+\)",
     re.I,
 )
-# "the cuda panic", "compute cap from env", "workspace setting", "cubecl macro": a subject
-# whose head noun is the plumbing around GPU code (its messages, settings, names, macros),
-# not GPU work.
+# "the cuda panic", "compute cap from env", "workspace setting", "cubecl macro", "cuda
+# structure": a subject whose head noun is the plumbing around GPU code (its messages,
+# settings, names, macros, scaffolding), not GPU work.
 _PLUMBING_HEAD = re.compile(
-    r"\b(?:panics?|messages?|env|environment|settings?|config(?:s|uration)?|names?|checks?|macros?|flags?)\W*$",
+    r"\b(?:panics?|messages?|env|environment|settings?|config(?:s|uration)?|names?|checks?|macros?|flags?"
+    r"|structure|scaffold\w*|skeleton|boilerplate)\W*$",
     re.I,
 )
 _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
@@ -684,9 +687,7 @@ def answer_questions(
     reached.sort(key=lambda f: f is not op)  # the op itself first
     launch = _first_signal(reached, {"launch"}, prefer=("launch", "gemm", "dispatch", "cublas"))
     memory = _first_signal(reached, {"device_memory", "upload"})
-    tests = sorted(
-        (c for c in ws.callers_of(op) if is_gpu_test(c, ws)), key=lambda t: id(t) not in changed_tests
-    )
+    tests, unchecked = tests_reaching(ws, op, changed_tests)
     if not tests:
         return ReviewAnswers(op, launch, memory, "", "")
     test = tests[0]
@@ -698,7 +699,7 @@ def answer_questions(
         failure = fails_without_a_gpu(test, ws)
         without = f"no: {failure}" if failure else ""
     shown = f"`{test.fn.qualname}` ({test.path}:{test.fn.fn_line})"
-    more = f" and {len(tests) - 1} more" if len(tests) > 1 else ""
+    more = f" and {'at least ' if unchecked else ''}{len(tests) - 1} more" if len(tests) > 1 else ""
     return ReviewAnswers(op, launch, memory, shown + more, without)
 
 

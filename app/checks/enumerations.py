@@ -61,7 +61,7 @@ _NOT_OPS_AFTER = re.compile(
 )
 # Words that list dtypes, devices or places rather than ops.
 _NOT_AN_OP = frozenset(
-    """cpu gpu host device cuda wgpu metal rocm vulkan f16 bf16 f32 f64 i32 i64 u8 u16 u32 u64 half
+    """cpu gpu host device cuda wgpu metal rocm vulkan opencl f16 bf16 f32 f64 i32 i64 u8 u16 u32 u64 half
     float double int dtype dtypes shape shapes rs src tests test docs readme changelog in out forward
     backward inverse""".split()
 )

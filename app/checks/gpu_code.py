@@ -14,21 +14,23 @@ import re
 
 from app.checks.model import Function
 
-_GPU_WORDS = r"gpu|cuda|cudnn|cublas|cublaslt|cubecl|wgpu|ptx|metal|mps|xpu|rocm|hip|vulkan|nccl"
+_GPU_WORDS = r"gpu|cuda|cudnn|cublas|cublaslt|cubecl|wgpu|ptx|metal|mps|xpu|rocm|hip|vulkan|nccl|opencl"
 # In a function name, `ptx` is usually host code handling kernel text (generate_ptx),
 # and a `*_launch` suffix names SIMD routines in CPU backends too.
-_GPU_NAME_WORDS = r"gpu|cuda|cudnn|cublas|cublaslt|cubecl|wgpu|metal|mps|xpu|rocm|hip|vulkan|nccl"
+_GPU_NAME_WORDS = r"gpu|cuda|cudnn|cublas|cublaslt|cubecl|wgpu|metal|mps|xpu|rocm|hip|vulkan|nccl|opencl"
 GPU_NAME = re.compile(rf"(?:^|_)(?:{_GPU_NAME_WORDS})(?:_|$|\d)|^launch_", re.I)
 GPU_TYPE_NAME = re.compile(rf"(?:{_GPU_WORDS})", re.I)
 GPU_PATH = re.compile(
-    r"(?:^|[/_-])(?:gpu|cuda|cubecl|wgpu|kernels?|metal|mps|xpu|rocm|vulkan|cudnn|cublas)(?:$|[/_.-])",
+    r"(?:^|[/_-])(?:gpu|cuda|cubecl|wgpu|kernels?|metal|mps|xpu|rocm|vulkan|cudnn|cublas|opencl)(?:$|[/_.-])",
     re.I,
 )
 GPU_SIGNATURE = re.compile(
     r"\b(?:Cuda(?!Error|Result)\w*|Gpu(?!Error|Result)\w*|Device(?:Buffer|Ptr|Slice|Repr)\w*|wgpu::\w+|ComputeClient|CubeTensor"
     r"|CubeRuntime|TensorHandle\w*|Metal\w*|cudarc::\w+|CublasHandle|CudnnHandle)\b"
 )
-GPU_FEATURE = re.compile(r'feature\s*=\s*"(?:cuda|gpu|wgpu|cubecl|metal|cudnn|nccl|rocm|vulkan)[\w-]*"')
+GPU_FEATURE = re.compile(
+    r'feature\s*=\s*"(?:cuda|gpu|wgpu|cubecl|metal|cudnn|nccl|rocm|vulkan|opencl)[\w-]*"'
+)
 # The op's CPU implementation, by name: ``add_cpu``, ``cpu_add``, ``roll_cpu_inner``,
 # ``matmul_reference``, ``naive_matmul``, ``host_softmax``, ``cpu_fallback_binary``.
 # The marker sits at either end of the name (or before impl/inner): in the middle it
@@ -58,7 +60,9 @@ TEST_ATTR = re.compile(
     r"#\[\s*(?:\w+::)*(?:test|proptest)(?:_case)?\b|#\[\s*rstest\b|#\[\s*cfg_attr\([^)]*\btest\b"
 )
 BACKWARD_NAME = re.compile(r"^(?:backward|backward_\w+|\w+_backward|grad_fn|vjp|apply_grad)$")
-GPU_DEVICE_PATTERN = re.compile(r"\b(?:Cuda|Gpu|Wgpu|Metal|Mps|Xpu|Rocm|Vulkan|Cubecl|CubeCl|Hip)\b")
+GPU_DEVICE_PATTERN = re.compile(
+    r"\b(?:Cuda|Gpu|Wgpu|Metal|Mps|Xpu|Rocm|Vulkan|Cubecl|CubeCl|Hip|OpenCL|Opencl)\b"
+)
 CPU_DEVICE_PATTERN = re.compile(r"\bCpu\b")
 KERNEL_ATTR = re.compile(r"#\[\s*(?:cubecl::)?cube\b|#\[\s*kernel\b|#\[\s*(?:cuda_std::)?kernel\b")
 

@@ -13,6 +13,11 @@ _CPU_TEST_NAME = re.compile(r"(?:^|_)(?:cpu|host)(?:_|$)", re.I)
 _REACH: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
 _INSTANTIATED: weakref.WeakKeyDictionary[Workspace, frozenset[str]] = weakref.WeakKeyDictionary()
 _ACQUIRING: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
+_TEST_REACH: weakref.WeakKeyDictionary[Workspace, dict[int, set[int]]] = weakref.WeakKeyDictionary()
+# Tests whose own reach is computed to name the ones exercising an op: the nearest
+# callers are checked first, so a few dozen find them without a walk per test of the
+# workspace (burn instantiates thousands).
+_MAX_TESTS_CHECKED = 24
 _FAILS = re.compile(rb"\.expect\(|\.unwrap\(\)|\?")  # a failure that ends the test
 _PANICS = re.compile(rb"\.\s*(?:expect|unwrap)\s*\(")
 _ACQUIRE_DEPTH = 6  # calls between a test and the driver call it reaches
@@ -152,3 +157,25 @@ def gpu_test_reach(ws: Workspace) -> set[int]:
         reach = {id(ws.functions[i]) for i in ws.reached_from(roots)}
         _REACH[ws] = reach
     return reach
+
+
+def tests_reaching(
+    ws: Workspace, op: IndexedFunction, first: frozenset[int] = frozenset()
+) -> tuple[list[IndexedFunction], bool]:
+    """The GPU tests whose calls reach ``op`` by the same resolution ``gpu_test_reach``
+    uses (a test calling ``ops::softmax`` on CUDA does not exercise every
+    ``cuda_fwd``), and whether more candidates were left unchecked. The candidates are
+    its callers, those whose ``id()`` is in ``first`` before all, then nearest first,
+    each confirmed by its own reach."""
+    callers = sorted((c for c in ws.callers_of(op) if is_gpu_test(c, ws)), key=lambda t: id(t) not in first)
+    candidates = callers[:_MAX_TESTS_CHECKED]
+    reach_of = _TEST_REACH.setdefault(ws, {})
+    index = ws.functions.index(op)
+    found = []
+    for test in candidates:
+        reached = reach_of.get(id(test))
+        if reached is None:
+            reached = reach_of[id(test)] = ws.reached_from([test])
+        if index in reached:
+            found.append(test)
+    return found, len(callers) > len(candidates)

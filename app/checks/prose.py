@@ -90,12 +90,12 @@ def _plain(text: str, keep_code: bool = False) -> str:
 # Words that say a sentence is about GPU work: the backends, their libraries, kernels.
 GPU_WORDS = (
     r"gpus?|cuda|ptx|cubecl|wgpu|kernels?|on-device|device-resident|cublas\w*|cudnn|cusolver|cusparse"
-    r"|cufft|nccl|msl|metal|mps|hip|rocm|vulkan|wgsl|tensor cores?"
+    r"|cufft|nccl|msl|metal|mps|hip|rocm|vulkan|opencl|wgsl|tensor cores?"
 )
 GPU_WORD = re.compile(rf"\b(?:{GPU_WORDS})\b|Gpu[A-Z]", re.I)
 # Words that put work on the host: "moved GPU tensors to CPU", "replace scalar libm",
 # "Fix non-cuda builds".
-HOST_WORDS = r"cpu|host|libm|non-(?:cuda|gpu|metal|wgpu)"
+HOST_WORDS = r"cpu|host|libm|non-(?:cuda|gpu|metal|wgpu|opencl)"
 HOST_WORD = re.compile(rf"\b(?:{HOST_WORDS})\b", re.I)
 # Accessors and constructors are plumbing, not GPU ops, unless they launch work.
 PLUMBING_NAME = re.compile(r"^(?:is|has|get|set|with|new|from|into|as|to)(?:_|$)")

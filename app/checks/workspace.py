@@ -185,6 +185,8 @@ class Workspace:
         self.by_path: dict[str, list[IndexedFunction]] = {}
         for index, item in enumerate(self.functions):
             self.by_path.setdefault(item.path, []).append(item)
+            if gpu_code.is_test(item.fn):
+                continue  # nothing calls a `#[test]`: `ops::softmax(..)` is not the test `softmax`
             for key in definition_keys(item.fn):
                 self.definitions.setdefault(key, []).append(index)
         for item in self.functions:
@@ -327,7 +329,7 @@ class Workspace:
             if item.moves_data:
                 continue  # moving data is not computing: no evidence flows from here
             for key in definition_keys(item.fn):
-                if key[0] == "m" and len(self.definitions[key]) > _MAX_METHOD_FANOUT:
+                if key[0] == "m" and len(self.definitions.get(key, ())) > _MAX_METHOD_FANOUT:
                     continue  # `.shape()` of seven types: which one a caller reaches is unknown
                 for caller_index in callers.get(key, ()):
                     caller = self.functions[caller_index]
@@ -344,20 +346,26 @@ class Workspace:
         """Functions that reach ``item`` through at most ``within`` calls (nearest first);
         ``by_path``: through calls by path only (`foo()`, `Type::foo()`), not method
         calls resolved by name."""
+        ids = {id(f): i for i, f in enumerate(self.functions)}
         seen: set[int] = set()
         frontier = [item]
         for _ in range(within):
             next_frontier: list[IndexedFunction] = []
             for current in frontier:
+                if gpu_code.is_test(current.fn):
+                    continue  # nothing calls a `#[test]`
                 for key in definition_keys(current.fn):
                     if by_path and key[0] == "m":
                         continue
                     for index in self.callers.get(key, ()):
-                        if index not in seen:
-                            seen.add(index)
-                            caller = self.functions[index]
-                            next_frontier.append(caller)
-                            yield caller
+                        caller = self.functions[index]
+                        if index in seen or (
+                            key[0] in ("f", "t") and ids[id(current)] not in self._targets(key, caller)
+                        ):
+                            continue  # the name in scope at the caller is another definition
+                        seen.add(index)
+                        next_frontier.append(caller)
+                        yield caller
             frontier = next_frontier
 
     def reached_from(self, roots: Iterable[IndexedFunction]) -> set[int]:
