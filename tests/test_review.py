@@ -866,6 +866,8 @@ def test_opencl_is_a_gpu_backend() -> None:
     assert [f.fn.name for f in claim.functions] == ["scale"]
     assert not claim.backed and any("4d" in m for m in claim.missing)
     assert gpu_code.in_gpu_path("coaster/src/frameworks/opencl/ops.rs", ())
+    assert gpu_code.GPU_TYPE_NAME.search("OpenCL") and gpu_code.GPU_TYPE_NAME.search("OpenclDevice")
+    assert not gpu_code.GPU_TYPE_NAME.search("OpenClipTextTransformer")  # a CLIP model
 
 
 def test_a_gpu_title_over_a_diff_without_gpu_code_cannot_be_verified() -> None:
