@@ -81,3 +81,13 @@ def test_a_kernel_named_by_its_entry_point_claims_the_function_that_loads_it() -
     assert [(c.subject, c.backed, [f.fn.name for f in c.functions]) for c in found.claims] == [
         ("cumsum_kernel", False, ["gpu_cumsum"])  # no GPU test reaches it
     ]
+
+
+def test_a_host_helper_of_a_gpu_crate_is_not_a_gpu_op() -> None:
+    """ferrotorch-gpu's allocator rounds lengths on the host: naming `round_len` in a
+    GPU commit's body claims nothing; a GPU op of the same crate still is claimed."""
+    allocator = "pub fn round_len(len: usize) -> usize { (len + 511) / 512 * 512 }\n"
+    files = {"ferrotorch-gpu/src/allocator.rs": allocator, "ferrotorch-gpu/src/kernels.rs": KERNEL}
+    body = "Fresh allocations use round_len(len) on the device pool; gpu_scale keeps its kernel."
+    found = run_review(files, body=body, title="gpu: allocator fixes").claims
+    assert [(c.subject, c.backed) for c in found if c.line > 0] == [("gpu_scale", False)]

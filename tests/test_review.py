@@ -826,6 +826,14 @@ METAL_TEST = """
         ("feat/metal: concurrent dispatching", "", [("concurrent dispatching", True)]),
         ("Fixing Metal concurrent dispatching.", "", [("concurrent dispatching", True)]),
         ("feat/metal: add metal structure", "", []),
+        ("feat/metal: partial DispatchOptions struct implementation", "", []),
+        # A title naming only the backend is about the backend's code in the diff.
+        ("Fixing Metal backend.", "", [("Metal backend", True)]),
+        ("added metal support", "", [("metal backend", True)]),
+        ("[Metal]", "", []),
+        # What the work replaces is not claimed, nor does it negate the claim.
+        ("Reuse Metal encoders instead of creating one per dispatch", "", [("Reuse encoders", True)]),
+        ("Run concurrent dispatching on the cpu instead of Metal", "", []),
         # Tests, CI, docker images and debug output are upkeep.
         ("fix/metal/test: concurrent dispatching too large", "", []),
         ("fix(tests): Metal concurrent dispatching", "", []),
@@ -868,6 +876,47 @@ def test_opencl_is_a_gpu_backend() -> None:
     assert gpu_code.in_gpu_path("coaster/src/frameworks/opencl/ops.rs", ())
     assert gpu_code.GPU_TYPE_NAME.search("OpenCL") and gpu_code.GPU_TYPE_NAME.search("OpenclDevice")
     assert not gpu_code.GPU_TYPE_NAME.search("OpenClipTextTransformer")  # a CLIP model
+
+
+VULKAN_DEVICE = """
+    impl VulkanDevice {
+        pub fn dispatch_compute(&self, name: &str, buffers: Vec<Subbuffer<[u8]>>, groups: [u32; 3]) {
+            let pipeline = self.pipelines.get(name).unwrap();
+            let mut builder = AutoCommandBufferBuilder::primary(&self.alloc, self.queue_family, OneTimeSubmit).unwrap();
+            builder.bind_pipeline_compute(pipeline.clone()).unwrap();
+            builder.dispatch(groups).unwrap();
+            self.submit(builder.build().unwrap());
+        }
+    }
+    impl VulkanTensor {
+        pub fn matmul_vec(&self, rhs: &Self) -> Self {
+            let out = self.device.alloc(self.rows());
+            self.device.dispatch_compute("sgemv", vec![self.buf(), rhs.buf(), out.buf()], [self.rows() / 32, 1, 1]);
+            out
+        }
+    }
+    """
+
+
+def test_a_vulkan_compute_dispatch_is_backend_evidence() -> None:
+    """crabml's Vulkan tensors record `bind_pipeline_compute` + `dispatch` with vulkano:
+    the op that calls that dispatch launches work on the GPU."""
+    test = """
+        #[test]
+        fn matmul_vec_on_vulkan() {
+            let device = VulkanDevice::new().expect("this test needs a Vulkan device");
+            let a = VulkanTensor::new(&device, 64);
+            a.matmul_vec(&a);
+        }
+        """
+    files = {"crabml-vulkan/src/vulkan_tensor.rs": VULKAN_DEVICE, "crabml-vulkan/tests/ops.rs": test}
+    assert claims_of("matmul_vec now runs on the GPU.", files) == [("matmul_vec", True)]
+    without_launch = VULKAN_DEVICE.replace("builder.bind_pipeline_compute(pipeline.clone()).unwrap();", "")
+    files["crabml-vulkan/src/vulkan_tensor.rs"] = without_launch.replace(
+        "builder.dispatch(groups)", "builder.noop()"
+    )
+    (claim,) = run_review(files, body="matmul_vec now runs on the GPU.").claims
+    assert not claim.backed and any("4a" in m for m in claim.missing)
 
 
 def test_a_gpu_title_over_a_diff_without_gpu_code_cannot_be_verified() -> None:

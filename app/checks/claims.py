@@ -200,13 +200,15 @@ _TOPIC_NOISE = re.compile(
     re.I,
 )
 # "the cuda panic", "compute cap from env", "workspace setting", "cubecl macro", "cuda
-# structure": a subject whose head noun is the plumbing around GPU code (its messages,
-# settings, names, macros, scaffolding), not GPU work.
+# structure", "partial ContextProperties struct": a subject whose head noun is the
+# plumbing around GPU code (its messages, settings, names, macros, types, scaffolding),
+# not GPU work.
 _PLUMBING_HEAD = re.compile(
     r"\b(?:panics?|messages?|env|environment|settings?|config(?:s|uration)?|names?|checks?|macros?|flags?"
-    r"|structure|scaffold\w*|skeleton|boilerplate)\W*$",
+    r"|structure|structs?|enums?|scaffold\w*|skeleton|boilerplate)\W*$",
     re.I,
 )
+_REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
 _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
 _FALLBACK = re.compile(r"\bfall(?:s|ing)?[- ]?backs?\b", re.I)
@@ -305,11 +307,18 @@ def title_topic(title: Sentence) -> Claim | None:
     subject names no changed function, it stands for the diff's GPU code of that
     backend (the title of a one-topic change describes the diff). When it names none
     ("feat: implement HardSigmoid operation" in a runtime whose every op is a shader),
-    it claims the op only where the diff's GPU code names that op."""
+    it claims the op only where the diff's GPU code names that op. A title that names
+    only the backend ("added cuda support") is about that backend's code in the diff."""
     text = title.with_code or title.text
-    if _UPKEEP.search(text) or HOST_WORD.search(text) or _NOT_A_CLAIM.search(text):
+    # "reuse cuda devices instead of instantiating contexts": what is replaced is no claim,
+    # and names no negation or host of the work claimed.
+    said = _REPLACED.split(text, maxsplit=1)[0]
+    if _UPKEEP.search(text) or HOST_WORD.search(said) or _NOT_A_CLAIM.search(said):
         return None
-    subject = " ".join(_TOPIC_NOISE.sub(" ", _BRANCH_PREFIX.sub(" ", text)).split()).strip(" .:-+")
+    subject = " ".join(_TOPIC_NOISE.sub(" ", _BRANCH_PREFIX.sub(" ", said)).split()).strip(" .:-+")
+    backend = _BACKEND_NAME.search(_BRANCH_PREFIX.sub(" ", said))
+    if not subject and backend:
+        subject = f"{backend.group()} backend"  # "added cuda support", "Fixing metal backend."
     if not subject or _PLUMBING_HEAD.search(subject):
         return None
     of_an_op = not _BACKEND_WORD.search(text)

@@ -15,7 +15,10 @@ import re
 from app.checks.model import Function
 
 # `OpenCL` but not `OpenClip` (a CLIP model): the word ends where a lowercase letter would go on.
-_GPU_WORDS = r"gpu|cuda|cudnn|cublas|cublaslt|cubecl|wgpu|ptx|metal|mps|xpu|rocm|hip|vulkan|nccl|(?-i:[Oo]pen(?:cl|CL)(?![a-z]))"
+_GPU_WORDS = (
+    r"gpu|cuda|cudnn|cublas|cublaslt|cubecl|wgpu|ptx|metal|mps|xpu|rocm|hip|vulkan|nccl"
+    r"|(?-i:[Oo]pen(?:cl|CL)(?![a-z]))"
+)
 # In a function name, `ptx` is usually host code handling kernel text (generate_ptx),
 # and a `*_launch` suffix names SIMD routines in CPU backends too.
 _GPU_NAME_WORDS = r"gpu|cuda|cudnn|cublas|cublaslt|cubecl|wgpu|metal|mps|xpu|rocm|hip|vulkan|nccl|opencl"

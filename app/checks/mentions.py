@@ -41,11 +41,13 @@ _PLAN_HEAD = re.compile(
 
 
 def _is_gpu_op(function: IndexedFunction) -> bool:
+    """A function that presents itself as GPU code or does GPU work. Living in a GPU
+    crate is not enough: its allocator's `round_len` and `pool_take` are host helpers."""
     if function.support_code or function.cpu_build:
         return False
     if PLUMBING_NAME.match(function.fn.name):
         return bool(function.direct_evidence)
-    return bool(function.claim or function.evidence or function.gpu_location)
+    return bool(function.claim or function.evidence)
 
 
 def _names_of(changed: list[IndexedFunction]) -> dict[str, list[IndexedFunction]]:

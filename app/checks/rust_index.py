@@ -33,7 +33,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "30"
+EXTRACTOR_VERSION = "31"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -179,6 +179,12 @@ _SIGNAL_SPECS = (
     _spec("create_compute_pipeline", "launch", r"create_compute_pipeline\b"),
     _spec("dispatch_thread", "launch", r"dispatch_thread(?:_group)?s\b"),
     _spec("set_compute_pipeline_state", "launch", r"set_compute_pipeline_state\b"),
+    # Vulkan (vulkano's command buffer builder, ash and the C API) and OpenCL.
+    _spec("bind_pipeline_compute", "launch", r"bind_pipeline_compute\b"),
+    _spec("ComputePipeline", "launch", r"ComputePipeline\s*::\s*(?:new|with_pipeline_layout)\b"),
+    _spec("cmd_dispatch", "launch", r"cmd_dispatch\w*\s*\("),
+    _spec("vkCmdDispatch", "launch", r"vkCmdDispatch\w*"),
+    _spec("enqueue_kernel", "launch", r"enqueue_(?:nd_range_)?kernel\w*\s*\(|clEnqueueNDRangeKernel\b"),
     _spec("load_ptx", "launch", r"load_ptx\b"),
     _spec("compile_ptx", "launch", r"compile_ptx\w*"),
     _spec("Ptx", "launch", r"Ptx\s*::"),
