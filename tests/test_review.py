@@ -552,6 +552,29 @@ def test_a_test_named_for_the_cpu_in_a_gpu_test_file_is_no_gpu_test() -> None:
 
 
 @pytest.mark.parametrize(
+    ("test_path", "gpu_test"),
+    [
+        ("crates/cubecl-common/src/arena.rs", False),  # cubecl's own crates run on no device
+        ("crates/cubecl-runtime/tests/autotune.rs", False),
+        ("src/tensor_ops/add/cpu_kernel.rs", False),  # a kernel file of the CPU backend
+        ("crates/burn-backend-tests/tests/cubecl/reduce.rs", True),  # a GPU backend's tests
+        ("crates/burn-cubecl/src/ops.rs", True),
+        ("src/tensor_ops/sum_to/webgpu_kernel.rs", True),
+        ("tests/cuda_scale.rs", True),
+    ],
+)
+def test_a_test_is_a_gpu_test_by_its_file_only_where_the_file_is_a_backends(
+    test_path: str, gpu_test: bool
+) -> None:
+    """A test that builds no device is about the GPU only in a backend's directory or
+    kernel file; a `cubecl-*` crate or a `*_kernel.rs` file says nothing by itself."""
+    plain = GPU_TEST.replace('let dev = CudaDevice::new(0).expect("this test needs a CUDA device");', "")
+    plain = plain.replace("scale_on_cuda", "scale_matches")
+    files = {"src/lib.rs": KERNEL, test_path: plain}
+    assert claims_of("Implemented scale on the GPU.", files) == [("scale", gpu_test)]
+
+
+@pytest.mark.parametrize(
     ("title", "body", "subjects"),
     [
         (
@@ -732,7 +755,12 @@ def test_a_call_on_an_alias_of_a_backend_reaches_its_trait_impls() -> None:
         }
         """
     files = {**_TENSOR_CRATE, **_GPU_BACKEND, "crates/wgpu/tests/scale.rs": test}
-    assert claims_of("Implemented gpu_scale on the GPU.", files) == [("gpu_scale", True)]
+    found = run_review(files, body="Implemented gpu_scale on the GPU.")
+    assert [(c.subject, c.backed) for c in found.claims] == [("gpu_scale", True)]
+    # The test reaches it through the trait, not as a caller: the hostile reviewer still
+    # names the test the claim's evidence came from.
+    answers = {a.function.fn.name: a for a in found.answers}
+    assert "scale_on_wgpu" in answers["gpu_scale"].gpu_test
 
 
 def test_a_kernel_an_item_macro_defines_from_a_wgsl_file_is_backend_evidence() -> None:

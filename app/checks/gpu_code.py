@@ -28,6 +28,15 @@ GPU_PATH = re.compile(
     r"(?:^|[/_-])(?:gpu|cuda|cubecl|wgpu|kernels?|metal|mps|xpu|rocm|vulkan|cudnn|cublas|opencl)(?:$|[/_.-])",
     re.I,
 )
+# Where a test runs on a GPU by its file alone: a backend's directory, crate or kernel
+# file (`burn-cubecl/`, `tests/cubecl/`, `webgpu_kernel.rs`). Not cubecl's own crates
+# (`cubecl-common/`, whose arena and autotune-cache tests run on no device) nor any
+# `kernels/` or `*_kernel.rs`: dfdx's `cpu_kernel.rs` sits beside its `cuda_kernel.rs`.
+GPU_TEST_PATH = re.compile(
+    r"(?:^|[/_-])(?:gpu|cuda|wgpu|webgpu|metal|mps|xpu|rocm|vulkan|cudnn|cublas|opencl)(?:$|[/_.-])"
+    r"|(?:^|[/_-])cubecl(?:/|\.rs$)",
+    re.I,
+)
 GPU_SIGNATURE = re.compile(
     r"\b(?:Cuda(?!Error|Result)\w*|Gpu(?!Error|Result)\w*|Device(?:Buffer|Ptr|Slice|Repr)\w*|wgpu::\w+|ComputeClient|CubeTensor"
     r"|CubeRuntime|TensorHandle\w*|Metal\w*|cudarc::\w+|CublasHandle|CudnnHandle)\b"

@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 
 from app.checks import gpu_code
 from app.checks.workspace import IndexedFunction, Workspace, crate_of
 
 _CPU_TEST_NAME = re.compile(r"(?:^|_)(?:cpu|host)(?:_|$)", re.I)
-_REACH: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
+_REACH: weakref.WeakKeyDictionary[Workspace, dict[int, IndexedFunction]] = weakref.WeakKeyDictionary()
 _INSTANTIATED: weakref.WeakKeyDictionary[Workspace, frozenset[str]] = weakref.WeakKeyDictionary()
 _ACQUIRING: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
 _TEST_REACH: weakref.WeakKeyDictionary[Workspace, dict[int, set[int]]] = weakref.WeakKeyDictionary()
@@ -46,7 +47,7 @@ def is_gpu_test(item: IndexedFunction, ws: Workspace) -> bool:
     return bool(
         builds_device
         or gpu_code.GPU_NAME.search(fn.name)
-        or gpu_code.GPU_PATH.search(item.path)
+        or gpu_code.GPU_TEST_PATH.search(item.path)
         or any(gpu_code.GPU_NAME.search(m) for m in fn.modules)
         or gpu_code.has_gpu_cfg(fn.attrs + fn.outer_attrs)
     )
@@ -145,8 +146,14 @@ def _gpu_instantiated_crates(ws: Workspace) -> frozenset[str]:
     return found
 
 
-def gpu_test_reach(ws: Workspace) -> set[int]:
+def gpu_test_reach(ws: Workspace) -> AbstractSet[int]:
     """``id()`` of every function some enabled GPU test reaches through calls."""
+    return _reach_origins(ws).keys()
+
+
+def _reach_origins(ws: Workspace) -> dict[int, IndexedFunction]:
+    """Every function some enabled GPU test reaches (by ``id()``), with the test it was
+    first reached from."""
     reach = _REACH.get(ws)
     if reach is None:
         # Imported here: the rule itself asks is_gpu_test.
@@ -154,7 +161,8 @@ def gpu_test_reach(ws: Workspace) -> set[int]:
 
         # A disabled test (ignored, or returning early without a GPU) reaches nothing on the GPU.
         roots = [f for f in ws.functions if is_gpu_test(f, ws) and not any(disabled(ws, f))]
-        reach = {id(ws.functions[i]) for i in ws.reached_from(roots)}
+        origins: dict[int, int] = {}
+        reach = {id(ws.functions[i]): ws.functions[origins[i]] for i in ws.reached_from(roots, origins)}
         _REACH[ws] = reach
     return reach
 
@@ -166,7 +174,8 @@ def tests_reaching(
     uses (a test calling ``ops::softmax`` on CUDA does not exercise every
     ``cuda_fwd``), and whether more candidates were left unchecked. The candidates are
     its callers, those whose ``id()`` is in ``first`` before all, then nearest first,
-    each confirmed by its own reach."""
+    each confirmed by its own reach; when none is, the test the GPU tests' common
+    reach came to it from."""
     callers = sorted((c for c in ws.callers_of(op) if is_gpu_test(c, ws)), key=lambda t: id(t) not in first)
     candidates = callers[:_MAX_TESTS_CHECKED]
     reach_of = _TEST_REACH.setdefault(ws, {})
@@ -178,4 +187,9 @@ def tests_reaching(
             reached = reach_of[id(test)] = ws.reached_from([test])
         if index in reached:
             found.append(test)
+    origin = _reach_origins(ws).get(id(op))
+    if not found and origin is not None:
+        # Reached only through generic or dynamic dispatch, which the callers do not show:
+        # the test the claims' reach found it from.
+        return [origin], False
     return found, len(callers) > len(candidates)

@@ -368,14 +368,26 @@ class Workspace:
                         yield caller
             frontier = next_frontier
 
-    def reached_from(self, roots: Iterable[IndexedFunction]) -> set[int]:
+    def reached_from(
+        self, roots: Iterable[IndexedFunction], origins: dict[int, int] | None = None
+    ) -> set[int]:
         """Indexes of the functions reachable by calls from the roots. A method name
         defined too often to resolve by name (``grad_fn.backward()``, dynamic dispatch)
         reaches the methods of that name on the types the reached code builds values
-        of: the trait objects it can be holding (rapid type analysis)."""
+        of: the trait objects it can be holding (rapid type analysis). ``origins``, when
+        given, is filled with the index of the root each function was first reached from."""
         ids = {id(r): i for i, r in enumerate(self.functions)}
         reached: set[int] = set()
         queue = deque(ids[id(r)] for r in roots)
+        if origins is not None:
+            origins.update((i, i) for i in queue)
+
+        def push(found: Iterable[int]) -> None:
+            for target in found:
+                queue.append(target)
+                if origins is not None:
+                    origins.setdefault(target, origins[index])
+
         visited_keys: set[tuple[Key, str]] = set()
         built: set[int] = set()  # the methods of the types the reached code builds values of
         # Calls resolved by the value's type: a method name called too widely to resolve
@@ -393,7 +405,7 @@ class Workspace:
                     if method not in built:
                         built.add(method)
                         if not dispatched.isdisjoint(definition_keys(self.functions[method].fn)):
-                            queue.append(method)
+                            push((method,))
             for key in (key for call in fn.calls for key in self.call_keys(call, item)):
                 # Which of several definitions a call reaches depends on where it is made
                 # (`kernel::cross` in burn-cubecl is not burn-candle's `cross`).
@@ -409,17 +421,15 @@ class Workspace:
                     named = self.definitions.get(("m", key[-1]), ())
                     impls = [i for i in named if self.functions[i].fn.trait]
                     if len(impls) <= _MAX_GENERIC_FANOUT:
-                        queue.extend(impls)
+                        push(impls)
                     continue
                 on_self = _dispatches_on_self(key, fn)
                 if (key[0] == "m" and len(targets) > _MAX_METHOD_FANOUT) or on_self:
                     dispatched.add(key)
                     # A default method runs for the built types that do not override it.
-                    queue.extend(
-                        i for i in targets if i in built or (on_self and not self.functions[i].fn.impl_type)
-                    )
+                    push(i for i in targets if i in built or (on_self and not self.functions[i].fn.impl_type))
                     continue
-                queue.extend(targets)
+                push(targets)
         return reached
 
     def _methods_built(self, type_name: str, builder: IndexedFunction) -> list[int]:
