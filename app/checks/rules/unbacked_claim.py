@@ -26,13 +26,23 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     many words is a terse one: a title that names a GPU backend or a kernel ("[Metal]
     Concurrent dispatching", "WGPU: matmul vec4", "rope kernel") is its claim, about
     the functions it names in that backend or, when it names none, the diff's GPU code
-    of that backend; when the diff changes no GPU code, the title is unverifiable.
+    of that backend ("added cuda support", "Fixing metal backend." name only the
+    backend); when the diff changes no GPU code, the title is unverifiable. What a
+    title says the work replaces ("reuse cuda devices instead of instantiating
+    contexts") is not part of its claim.
     Other titles ("feat: implement HardSigmoid operation", "Feature/silu") are a claim
     only where the diff's GPU code names the op, as a function or as the string it
     dispatches on (`"HardSigmoid" =>`). Upkeep titles (refactors, renames, docs,
-    bumps), titles that disable something and subjects that are the plumbing around GPU
-    code ("the cuda panic", "compute cap from env", "the Metal workspace setting")
-    claim nothing.
+    bumps, tests, CI, docker images, debug output), titles that disable something and
+    subjects that are the plumbing around GPU code ("the cuda panic", "compute cap from
+    env", "the Metal workspace setting", "add cuda structure") claim nothing. A
+    function the description names is claimed only when it presents itself as GPU code
+    or does GPU work: a host helper of a GPU crate (an allocator's `round_len`) is not.
+    A test counts for 4d when it reaches the function by the same call resolution
+    (nothing calls a `#[test]`, so a CPU test named `softmax` does not carry a GPU
+    test's call of `ops::softmax` into the CUDA kernel) and runs on a GPU: it builds a
+    GPU device, is gated to a GPU feature, is named for one, or sits in a backend's
+    directory or crate (`cuda/`, `burn-cubecl/`; not cubecl's own `cubecl-common/`).
 
     ## Why is this bad?
     Spec Step 5: "Never use 'implemented', 'added GPU support', 'GPU-accelerated',
