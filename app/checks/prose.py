@@ -97,6 +97,12 @@ GPU_WORD = re.compile(rf"\b(?:{GPU_WORDS})\b|Gpu[A-Z]", re.I)
 # "Fix non-cuda builds".
 HOST_WORDS = r"cpu|host|libm|non-(?:cuda|gpu|metal|wgpu|opencl)"
 HOST_WORD = re.compile(rf"\b(?:{HOST_WORDS})\b", re.I)
+# What comes next, in a gap report: "Next step: ..", "tracked as #1003", "follow-up".
+NEXT_STEP = re.compile(
+    r"next\s+steps?|follow[- ]?(?:up|on)|remaining\s+work|future\s+work|\bto\s*do\b|\bnext:|\blater\b"
+    r"|will\s+(?:add|write|port|follow|land|come)|\bplanned\b|\btracked\s+(?:in|by|as)\b|#\d+",
+    re.I,
+)
 # Accessors and constructors are plumbing, not GPU ops, unless they launch work.
 PLUMBING_NAME = re.compile(r"^(?:is|has|get|set|with|new|from|into|as|to)(?:_|$)")
 # "reuses the kernel via ptx_f32_to_f64", "via device-resident dot / scale": a name

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from app.checks import gpu_code
 from app.checks.model import Severity
-from app.checks.prose import GPU_WORD, HOST_WORD
+from app.checks.prose import GPU_WORD, HOST_WORD, NEXT_STEP
 from app.checks.rules.base import Hit, Rule
 
 if TYPE_CHECKING:
@@ -25,11 +25,7 @@ _PARTS = {
         r"|\bnot\s+yet\b|\bremain(?:s|ing)?\b|\bpartial\b|\bno\s+(?:gpu|cuda)\b|returns?\s+err",
         re.I,
     ),
-    "the next step": re.compile(
-        r"next\s+steps?|follow[- ]?up|remaining\s+work|future\s+work|\bto\s*do\b|\bnext:|\blater\b"
-        r"|will\s+(?:add|write|port|follow|land|come)|\bplanned\b|\btracked\s+(?:in|by|as)\b|#\d+",
-        re.I,
-    ),
+    "the next step": NEXT_STEP,
 }
 
 
