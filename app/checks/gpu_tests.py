@@ -179,7 +179,7 @@ def tests_reaching(
     callers = sorted((c for c in ws.callers_of(op) if is_gpu_test(c, ws)), key=lambda t: id(t) not in first)
     candidates = callers[:_MAX_TESTS_CHECKED]
     reach_of = _TEST_REACH.setdefault(ws, {})
-    index = ws.functions.index(op)
+    index = ws.index_of(op)
     found = []
     for test in candidates:
         reached = reach_of.get(id(test))

@@ -181,6 +181,7 @@ class Workspace:
                         kernel_sources=_kernel_sources(fn, gpu_consts),
                     )
                 )
+        self._index: dict[int, int] = {id(item): index for index, item in enumerate(self.functions)}
         self.definitions: dict[Key, list[int]] = {}
         self.by_path: dict[str, list[IndexedFunction]] = {}
         for index, item in enumerate(self.functions):
@@ -209,6 +210,10 @@ class Workspace:
                 self._default_methods.setdefault(item.fn.trait, set()).add(item.fn.name)
         self._picked: dict[tuple[Key, str], list[int]] = {}  # (call key, caller's file) -> targets
         self._propagate_evidence()
+
+    def index_of(self, item: IndexedFunction) -> int:
+        """The position of one of the workspace's functions in ``functions``."""
+        return self._index[id(item)]
 
     def enclosing(self, path: str, line: int) -> IndexedFunction | None:
         """The innermost function of the file that spans the line."""
@@ -346,7 +351,6 @@ class Workspace:
         """Functions that reach ``item`` through at most ``within`` calls (nearest first);
         ``by_path``: through calls by path only (`foo()`, `Type::foo()`), not method
         calls resolved by name."""
-        ids = {id(f): i for i, f in enumerate(self.functions)}
         seen: set[int] = set()
         frontier = [item]
         for _ in range(within):
@@ -360,7 +364,7 @@ class Workspace:
                     for index in self.callers.get(key, ()):
                         caller = self.functions[index]
                         if index in seen or (
-                            key[0] in ("f", "t") and ids[id(current)] not in self._targets(key, caller)
+                            key[0] in ("f", "t") and self.index_of(current) not in self._targets(key, caller)
                         ):
                             continue  # the name in scope at the caller is another definition
                         seen.add(index)
@@ -376,9 +380,8 @@ class Workspace:
         reaches the methods of that name on the types the reached code builds values
         of: the trait objects it can be holding (rapid type analysis). ``origins``, when
         given, is filled with the index of the root each function was first reached from."""
-        ids = {id(r): i for i, r in enumerate(self.functions)}
         reached: set[int] = set()
-        queue = deque(ids[id(r)] for r in roots)
+        queue = deque(self.index_of(r) for r in roots)
         if origins is not None:
             origins.update((i, i) for i in queue)
 
