@@ -194,7 +194,8 @@ _BRANCH_PREFIX = re.compile(r"^\s*(?:\w+/)*\w+(?:\([^)]*\))?:|^\s*(?:\w+/)+|^\s*
 # The words of a title that are not its topic: verbs of change, backend names, fillers.
 _TOPIC_NOISE = re.compile(
     r"\b(?:fix(?:es|ed|ing)?|add(?:s|ed|ing)?|handl(?:e[sd]?|ing)|improv(?:e[sd]?|ing)|support(?:s|ed|ing)?"
-    r"|enabl(?:e[sd]?|ing)|implement\w*|feat|perf|mak(?:e|es|ing)|allow\w*|us(?:e[sd]?|ing)|faster|better|new|initial|first|draft|more|some|small"
+    r"|enabl(?:e[sd]?|ing)|implement\w*|feat|perf|mak(?:e|es|ing)|allow\w*|us(?:e[sd]?|ing)"
+    r"|faster|better|new|initial|first|draft|more|some|small"
     rf"|the|a|an|for|on|in|to|of|with|and|from|via|gpu|{_BACKENDS}|hip|spirv"
     r"|backends?|kernels?|ops?|operations?|operators?|nodes?|paths?|tests?)\b|\(#\d+\)",
     re.I,
@@ -315,8 +316,9 @@ def title_topic(title: Sentence) -> Claim | None:
     said = _REPLACED.split(text, maxsplit=1)[0]
     if _UPKEEP.search(text) or HOST_WORD.search(said) or _NOT_A_CLAIM.search(said):
         return None
-    subject = " ".join(_TOPIC_NOISE.sub(" ", _BRANCH_PREFIX.sub(" ", said)).split()).strip(" .:-+")
-    backend = _BACKEND_NAME.search(_BRANCH_PREFIX.sub(" ", said))
+    unlabelled = _BRANCH_PREFIX.sub(" ", said)
+    subject = " ".join(_TOPIC_NOISE.sub(" ", unlabelled).split()).strip(" .:-+")
+    backend = _BACKEND_NAME.search(unlabelled)
     if not subject and backend:
         subject = f"{backend.group()} backend"  # "added cuda support", "Fixing metal backend."
     if not subject or _PLUMBING_HEAD.search(subject):

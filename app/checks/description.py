@@ -24,6 +24,11 @@ class DescriptionContext:
     touched: Touched  # path -> the lines the diff adds or changes
     claims: list[Claim] = field(default_factory=list)
 
+    @property
+    def text(self) -> str:
+        """The title and the body, as one text to search."""
+        return f"{self.title}\n{self.body}"
+
 
 def description_context(
     ws: Workspace,

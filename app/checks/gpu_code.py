@@ -24,18 +24,15 @@ _GPU_WORDS = (
 _GPU_NAME_WORDS = r"gpu|cuda|cudnn|cublas|cublaslt|cubecl|wgpu|metal|mps|xpu|rocm|hip|vulkan|nccl|opencl"
 GPU_NAME = re.compile(rf"(?:^|_)(?:{_GPU_NAME_WORDS})(?:_|$|\d)|^launch_", re.I)
 GPU_TYPE_NAME = re.compile(rf"(?:{_GPU_WORDS})", re.I)
-GPU_PATH = re.compile(
-    r"(?:^|[/_-])(?:gpu|cuda|cubecl|wgpu|kernels?|metal|mps|xpu|rocm|vulkan|cudnn|cublas|opencl)(?:$|[/_.-])",
-    re.I,
-)
+# A path segment (or a `-`/`_`-separated part of one) that names a GPU backend.
+_BACKEND_PATH_WORDS = r"gpu|cuda|wgpu|metal|mps|xpu|rocm|vulkan|cudnn|cublas|opencl"
+GPU_PATH = re.compile(rf"(?:^|[/_-])(?:{_BACKEND_PATH_WORDS}|cubecl|kernels?)(?:$|[/_.-])", re.I)
 # Where a test runs on a GPU by its file alone: a backend's directory, crate or kernel
 # file (`burn-cubecl/`, `tests/cubecl/`, `webgpu_kernel.rs`). Not cubecl's own crates
 # (`cubecl-common/`, whose arena and autotune-cache tests run on no device) nor any
 # `kernels/` or `*_kernel.rs`: dfdx's `cpu_kernel.rs` sits beside its `cuda_kernel.rs`.
 GPU_TEST_PATH = re.compile(
-    r"(?:^|[/_-])(?:gpu|cuda|wgpu|webgpu|metal|mps|xpu|rocm|vulkan|cudnn|cublas|opencl)(?:$|[/_.-])"
-    r"|(?:^|[/_-])cubecl(?:/|\.rs$)",
-    re.I,
+    rf"(?:^|[/_-])(?:{_BACKEND_PATH_WORDS}|webgpu)(?:$|[/_.-])|(?:^|[/_-])cubecl(?:/|\.rs$)", re.I
 )
 GPU_SIGNATURE = re.compile(
     r"\b(?:Cuda(?!Error|Result)\w*|Gpu(?!Error|Result)\w*|Device(?:Buffer|Ptr|Slice|Repr)\w*|wgpu::\w+|ComputeClient|CubeTensor"

@@ -107,7 +107,6 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     when the kernel cannot be built.
     ```
     """
-    text = f"{ctx.title}\n{ctx.body}"
     for sentence in ctx.sentences:
         if _OPT_IN.search(sentence.text):
             continue  # the allowed "opt-in fallback gated by ..." vocabulary
@@ -121,7 +120,7 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
                 _negated(before, found.group())
                 or _UNDONE.match(after)
                 or _said_of_no_fallback(before, found, after)
-                or (_LIMITED_CASES.search(sentence.text[: found.start()]) and NEXT_STEP.search(text))
+                or (_LIMITED_CASES.search(sentence.text[: found.start()]) and NEXT_STEP.search(ctx.text))
             ):
                 break
             yield Hit(

@@ -71,8 +71,7 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     gaps = _incomplete_work(ctx)
     if not gaps:
         return
-    text = f"{ctx.title}\n{ctx.body}"
-    absent = [part for part, pattern in _PARTS.items() if not pattern.search(text)]
+    absent = [part for part, pattern in _PARTS.items() if not pattern.search(ctx.text)]
     if not absent:
         return
     shown = "; ".join(gaps[:5]) + (f"; and {len(gaps) - 5} more" if len(gaps) > 5 else "")
