@@ -131,6 +131,7 @@ def test_negations_plans_underclaims_and_quotes_are_not_claims(body: str) -> Non
         "With grouped configurations the dispatch falls through to the CPU.",
         # A next step does not excuse a fallback on a missing device.
         "If the GPU is unavailable it falls back to the CPU. Follow-up: #12.",
+        "gpu_scale keeps its CPU round-trip fallbacks if the module fails to load.",
     ],
 )
 def test_forbidden_phrasings_are_flagged(body: str) -> None:
@@ -139,8 +140,9 @@ def test_forbidden_phrasings_are_flagged(body: str) -> None:
 
 
 def test_best_effort_support_is_both_a_forbidden_phrasing_and_a_claim() -> None:
+    # The claim names nothing the diff changes: unbacked, so the gap report is due too.
     found = run_review({"src/lib.rs": KERNEL}, body="Best-effort CUDA support for softmax.").description
-    assert sorted(f.rule for f in found) == ["forbidden-phrasing", "unbacked-claim"]
+    assert sorted(f.rule for f in found) == ["forbidden-phrasing", "missing-gap-report", "unbacked-claim"]
 
 
 @pytest.mark.parametrize(
@@ -552,6 +554,38 @@ def test_a_fallback_the_diff_adds_in_a_helper_counts_against_the_op() -> None:
     assert any("silent-fallback" in m for m in claim.missing)
 
 
+def test_a_fallback_the_function_already_had_is_not_held_against_the_new_kernel() -> None:
+    kernel = textwrap.dedent(
+        """
+        pub fn gpu_scale(x: &CudaSlice<f32>, dev: &GpuDevice) -> Result<CudaSlice<f32>, GpuError> {
+            if let Some(out) = try_launch_vec4(x, dev, SCALE_VEC4_PTX)? {
+                return Ok(out);
+            }
+            match compile_ptx(SCALE_SRC) {
+                Ok(kernel) => launch(kernel, x, dev),
+                Err(_) => {
+                    let host = gpu_to_cpu(x, dev)?;
+                    cpu_to_gpu(&scale_cpu(&host), dev)
+                }
+            }
+        }
+        """
+    )
+    test = textwrap.dedent(GPU_TEST.replace("CudaDevice", "GpuDevice"))
+    files = {"src/lib.rs": kernel, "tests/gpu.rs": test}
+    sources = [SourceFile(path, extract(code.encode())) for path, code in files.items()]
+
+    def judged(touched_lines: frozenset[int]) -> list[str]:
+        touched = {"src/lib.rs": touched_lines, "tests/gpu.rs": frozenset(range(1, 10))}
+        result = review(sources, RepoConfig(), touched, "", "Implemented the vec4 scale kernel on GPU.")
+        assert "silent-fallback" in {f.rule for f in result.code.findings}  # the code check still says so
+        (claim,) = result.claims
+        return claim.missing
+
+    assert judged(frozenset({3, 4, 5})) == []  # the diff adds the vec4 launch only
+    assert any("silent-fallback" in m for m in judged(frozenset(range(1, 15))))
+
+
 def test_a_test_named_for_the_cpu_in_a_gpu_test_file_is_no_gpu_test() -> None:
     cpu_twin = GPU_TEST.replace("scale_on_cuda", "scale_on_cpu").replace(
         'let dev = CudaDevice::new(0).expect("this test needs a CUDA device");', "let dev = host_device();"
@@ -872,6 +906,9 @@ METAL_TEST = """
         ("[Metal]", "", []),
         # What the work replaces is not claimed, nor does it negate the claim.
         ("Reuse Metal encoders instead of creating one per dispatch", "", [("Reuse encoders", True)]),
+        # A drop with Metal is a regression fixed, not support dropped.
+        ("Fix hang and performance drop with Metal", "", [("hang performance drop", True)]),
+        ("Drop Metal concurrent dispatching", "", []),
         ("Run concurrent dispatching on the cpu instead of Metal", "", []),
         # Tests, CI, docker images and debug output are upkeep.
         ("fix/metal/test: concurrent dispatching too large", "", []),
@@ -1372,3 +1409,103 @@ def test_a_proptest_is_a_test() -> None:
     )
     (fn,) = facts.functions
     assert gpu_code.is_test(fn)
+
+
+WGPU_MATMUL = """
+    pub fn matmul(lhs: &WgpuTensor, rhs: &WgpuTensor) -> WgpuTensor {
+        let mut pass = lhs.encoder().begin_compute_pass(&Default::default());
+        pass.dispatch_workgroups(16, 16, 1);
+        lhs.empty_like()
+    }
+    pub fn basic_layout(lhs: &WgpuTensor) -> [usize; 2] { lhs.shape() }
+    """
+WGPU_MATMUL_TEST = """
+    #[test]
+    fn matmul_on_wgpu() {
+        let device = WgpuDevice::new().expect("this test needs a GPU adapter");
+        matmul(&device.ones(), &device.ones());
+    }
+    """
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        # "basic" names nothing; "matmul" names the op.
+        ("feat: add basic matmul for wgpu backend", [("basic matmul", True, ["matmul"])]),
+        ("Add synchronize method to the wgpu device", [("synchronize method", False, [])]),
+    ],
+)
+def test_a_subject_with_words_the_code_lacks_is_its_most_specific_word(
+    title: str, expected: list[tuple[str, bool, list[str]]]
+) -> None:
+    files = {"burn-wgpu/src/kernel/matmul.rs": WGPU_MATMUL, "burn-wgpu/tests/matmul.rs": WGPU_MATMUL_TEST}
+    claims = run_review(files, body="", title=title).claims
+    assert [(c.subject, c.backed, [f.fn.name for f in c.functions]) for c in claims] == expected
+
+
+def test_a_title_listing_kernels_of_host_code_claims_none_of_them() -> None:
+    host = """
+        pub fn fast_sigmoid(x: &[f32], out: &mut [f32]) {
+            for (o, v) in out.iter_mut().zip(x) { *o = 1.0 / (1.0 + (-v).exp()); }
+        }
+        pub fn fast_tanh(x: &[f32], out: &mut [f32]) {
+            for (o, v) in out.iter_mut().zip(x) { *o = v.tanh(); }
+        }
+        """
+    title = "perf: fused single-pass sigmoid/tanh kernels"
+    # Not `fast_sigmoid` and `fast_tanh` as GPU ops: the title as a whole is held to the
+    # diff's GPU code, and there is none.
+    (claim,) = run_review({"core/src/ops/elementwise.rs": host}, body="", title=title).claims
+    assert claim.topic and claim.functions == [] and "no GPU code" in claim.missing[0]
+
+
+def test_a_host_kernel_file_is_not_gpu_code() -> None:
+    assert not gpu_code.in_gpu_path("src/tensor_ops/div/cpu_kernel.rs", ())
+    assert not gpu_code.in_gpu_path("src/cpu/kernels.rs", ())
+    assert gpu_code.in_gpu_path("src/tensor_ops/div/cuda_kernel.rs", ())
+    assert gpu_code.in_gpu_path("ferrotorch-gpu/src/kernels.rs", ())
+
+
+NORM_BACKWARD = """
+    impl GradFn for GroupNormBackward {
+        fn backward(&self, grad: &Tensor) -> Tensor { grad.to_device(self.device).mul(&self.weight) }
+    }
+    impl GradFn for RMSNormBackward {
+        fn backward(&self, grad: &Tensor) -> Tensor { grad.to_device(self.device).div(&self.rms) }
+    }
+    impl GroupNorm {
+        pub fn forward(&self, x: &Tensor) -> Tensor { x.sub(&x.mean()).div(&x.std()) }
+    }
+    """
+
+
+def test_a_list_under_a_head_of_a_gpu_title_is_gpu_work() -> None:
+    body = """
+        Core (2 files):
+        - Fix GroupNorm/RMSNorm backward missing device restore
+        """
+    title = "fix: GPU safety audit"
+    claims = run_review({"nn/src/norm.rs": NORM_BACKWARD}, body=body, title=title).claims
+    # The list says "backward": the backward passes are the ops claimed; they launch nothing.
+    assert [(c.subject, [f.fn.qualname for f in c.functions], c.backed) for c in claims] == [
+        ("GroupNorm", ["GroupNormBackward::backward", "GroupNorm::forward"], False),
+        ("RMSNorm", ["RMSNormBackward::backward"], False),
+    ]
+    # The same list under a title that is not about the GPU claims nothing, nor does an
+    # item that only describes ("- GroupNorm/RMSNorm backward: ...").
+    assert run_review({"nn/src/norm.rs": NORM_BACKWARD}, body=body, title="fix: audit").claims == []
+    described = body.replace(
+        "Fix GroupNorm/RMSNorm backward missing device restore", "GroupNorm/RMSNorm backward: scale"
+    )
+    assert [
+        c.subject for c in run_review({"nn/src/norm.rs": NORM_BACKWARD}, body=described, title=title).claims
+    ] == ["safety audit"]
+
+
+def test_an_unverifiable_claim_needs_a_gap_report() -> None:
+    found = run_review({"src/lib.rs": KERNEL}, body="Implemented softmax on the GPU.").description
+    assert sorted(f.rule for f in found) == ["missing-gap-report", "unbacked-claim"]
+    reported = "Implemented softmax on the GPU. It does not work yet: next step is the kernel (#12)."
+    found = run_review({"src/lib.rs": KERNEL}, body=reported).description
+    assert [f.rule for f in found] == ["unbacked-claim"]

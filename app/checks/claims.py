@@ -12,6 +12,7 @@ from app.checks.enumerations import enumerated_subjects
 from app.checks.gpu_tests import fails_without_a_gpu, gpu_test_reach, tests_reaching
 from app.checks.model import Finding
 from app.checks.prose import (
+    DEVICE_WORD,
     GPU_WORD,
     HOST_WORD,
     NAME_FAMILY,
@@ -141,7 +142,8 @@ _LEADING_NAME = re.compile(r"^\W*(?P<name>[A-Za-z_]\w*_\w*|[A-Z]\w*::\w+)(?=[\s:
 _NOT_A_CLAIM = re.compile(
     r"\b(?:not|no|never|without|cannot|can't|doesn't|don't|isn't|aren't|won't|yet to|todo|planned"
     r"|plan to|will|would|should|could|might|future|follow[- ]?up|scaffolding|stub|stubbed|reference"
-    r"|pre-flight|instead of|rather than|removed?|revert(?:ed|s)?|drop(?:ped|s)?|pytorch|torch"
+    r"|pre-flight|instead of|rather than|removed?|revert(?:ed|s)?|pytorch|torch"
+    r"|drop(?:ped|s)?(?!\s+(?:with|in|on|when|under)\b)"  # not "a performance drop with Metal"
     r"|pre-?existing|already|disabl\w*)\b|\bnext(?:\s+steps?)?\s*:|\btests?\s+(?:for|of|cover\w*)\b",
     re.I,
 )
@@ -171,6 +173,8 @@ _SUBJECT_NOISE = re.compile(
     re.I,
 )
 _DETOUR_RULES = HOST_DETOUR_RULES | {"cpu-detour"}
+# A list item that says what it did: "- Fix GroupNorm/RMSNorm backward ...".
+_DID = re.compile(r"^\W*(?:fix|port|mov|make|wire|add|implement|enable|support)\w*\b", re.I)
 _BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|webgpu|vulkan|rocm|opencl)(?![a-z])", re.I)
 # A title that names a GPU backend (or the GPU) as the place of the work.
 _BACKEND_WORD = re.compile(rf"\b(?:gpu|{_BACKENDS}|hip|spirv|cudnn|cublas\w*|ptx|wgsl|msl|mps)\b", re.I)
@@ -254,6 +258,7 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
     about_gpu: bool | None = None  # the title (or a message's subject line) speaks of the GPU
     section = ""  # the name a "Name ...:" head gives the bullets under it
     head_about_gpu = False  # the last line that is not a list item speaks of the GPU
+    head_under_gpu_title = False  # ... or is a list head ("Core (16 files):") under a GPU title
     for sentence in sentences:
         text = sentence.with_code or sentence.text
         if about_gpu is None:
@@ -285,6 +290,9 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
             head = _SECTION_HEAD.match(text)
             section = head.group("name") if head else ""
             head_about_gpu = bool(GPU_WORD.search(text))
+            head_under_gpu_title = bool(
+                about_gpu and text.rstrip().endswith(":") and not HOST_WORD.search(text)
+            )
         found = [
             claim
             for clause in re.split(r"\s*(?:;|\s+and\s+(?=(?:added|implemented|ported|moved)))\s*", text)
@@ -293,7 +301,10 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
         if section and sentence.bullet and all(c.soft for c in found) and _said_of_the_device(text):
             found.append(Claim(text, section, sentence.line, soft=True))
         subjects_found = [set(subject_words(c.subject)) for c in found]
-        for subject, soft in enumerated_subjects(text, sentence.bullet and head_about_gpu):
+        # An item that says what it did ("- Fix GroupNorm/RMSNorm backward ...") under a
+        # GPU title's list head is that title's GPU work.
+        gpu_item = head_about_gpu or (head_under_gpu_title and _DID.match(text) is not None)
+        for subject, soft in enumerated_subjects(text, sentence.bullet and gpu_item):
             if not any(set(subject_words(subject)) <= words for words in subjects_found):
                 found.append(Claim(text, subject, sentence.line, soft=soft, listed=True))
         claims.extend(found)
@@ -441,11 +452,23 @@ def _names_something(subject: str) -> bool:
     )
 
 
-def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings: list[Finding]) -> None:
+def judge(
+    ws: Workspace,
+    claim: Claim,
+    changed: list[IndexedFunction],
+    findings: list[Finding],
+    held: list[Finding],
+) -> None:
     """Resolve the claim to the functions the diff changes and say what evidence is
-    missing (empty when the claim is backed)."""
+    missing (empty when the claim is backed). ``findings`` (the code findings of the
+    changed functions) show which code handles GPU work; ``held`` (those on the lines
+    the diff writes) count against the claim: a fallback a changed function already
+    had is not the new work's."""
     subject = subject_words(claim.subject)
-    about_backward = any(w in ("backward", "grad", "gradient", "vjp") for w in subject)
+    # An item of a list takes the list's words: "GroupNorm/RMSNorm backward" is about
+    # `GroupNormBackward::backward`.
+    said = subject_words(claim.text) if claim.listed else subject
+    about_backward = any(w in ("backward", "grad", "gradient", "vjp") for w in said)
     candidates = [
         f
         for f in _of_the_backend(claim.text, changed)
@@ -463,10 +486,16 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
         # A title that puts its work on the GPU but whose words name none of the diff's
         # GPU code stands for all of that code ("Metal training works").
         named = _gpu_work(claim.text, candidates, findings)
+    if not (named or claim.topic or claim.soft):
+        named = _partly_named(subject, candidates, findings)
     # The functions that do the GPU work stand for the claim; a trait's default method
     # that returns "not implemented" is not the implementation being claimed.
     with_evidence = [f for f in named if f.evidence]
     claim.functions = with_evidence or [f for f in named if f.claim] or named
+    if claim.soft and claim.line == 0 and not DEVICE_WORD.search(claim.text):
+        # A title's "fused single-pass sigmoid/tanh kernels" of host code: kernels of the
+        # CPU (a list under a head takes the head's word for the place of its work).
+        claim.functions = [f for f in claim.functions if _touches_the_gpu(f, findings)]
     if not claim.functions:
         if claim.soft:
             return  # a weak shape that names nothing changed: not taken as a claim
@@ -494,7 +523,7 @@ def judge(ws: Workspace, claim: Claim, changed: list[IndexedFunction], findings:
                 f"{where}: no backend evidence (no kernel launch, BLAS call or "
                 f"kernel source, itself or through its callees) — 4a"
             )
-        for finding in _findings_reached(ws, item, findings):
+        for finding in _findings_reached(ws, item, held):
             if finding.rule in _DETOUR_RULES:
                 claim.missing.append(f"{where}: {finding.rule} at {finding.path}:{finding.line} — 4b/Step 3")
             elif finding.rule in _STUB_RULES:
@@ -538,6 +567,26 @@ def _named(claim: Claim, subject: list[str], candidates: list[IndexedFunction]) 
         if named:
             return named
     return []
+
+
+def _partly_named(
+    subject: list[str], candidates: list[IndexedFunction], findings: list[Finding]
+) -> list[IndexedFunction]:
+    """The diff's GPU code that the subject's most specific word names, when no function
+    names the whole subject: a subject carries words the code does not ("basic matmul"
+    is `matmul`, "synchronize method" `Cuda::synchronize`, "sign unary ops"
+    `float_sign`). The most specific word is the one naming the fewest functions."""
+    work = [f for f in candidates if not f.support_code and _touches_the_gpu(f, findings)]
+    best: list[IndexedFunction] = []
+    for word in subject:
+        if len(word) < 3:
+            continue
+        named = [f for f in work if names_subject(f.fn.qualname, [word], whole_words=True)]
+        if named and (not best or len(named) < len(best)):
+            best = named
+        elif named and len(named) == len(best):
+            best += [f for f in named if f not in best]
+    return best
 
 
 def _summarises(claim: Claim) -> bool:

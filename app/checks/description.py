@@ -42,18 +42,19 @@ def description_context(
     planned = planned_lines(said)
     claims = [c for c in extract_claims(said) if c.line not in planned]
     ctx = DescriptionContext(ws, title, body, said, changed, findings, touched, claims)
+    held = [f for f in findings if f.line in touched.get(f.path, ())]  # on the lines the diff writes
     for claim in ctx.claims:
-        judge(ws, claim, changed, findings)
+        judge(ws, claim, changed, findings, held)
     ctx.claims = [c for c in ctx.claims if c.functions or not c.soft]
     for claim, named in mentioned_claims(said, changed, ctx.claims):
-        judge(ws, claim, named, findings)
+        judge(ws, claim, named, findings, held)
         if claim.functions:
             ctx.claims.append(claim)
     # A description that claims nothing in so many words is a terse one: its title is
     # its claim.
     topic = title_topic(said[0]) if said and said[0].line == 0 else None
     if topic and not ctx.claims:
-        judge(ws, topic, changed, findings)
+        judge(ws, topic, changed, findings, held)
         if topic.functions or not topic.soft:
             ctx.claims.append(topic)
     ctx.claims.sort(key=lambda c: c.line)

@@ -26,7 +26,10 @@ GPU_NAME = re.compile(rf"(?:^|_)(?:{_GPU_NAME_WORDS})(?:_|$|\d)|^launch_", re.I)
 GPU_TYPE_NAME = re.compile(rf"(?:{_GPU_WORDS})", re.I)
 # A path segment (or a `-`/`_`-separated part of one) that names a GPU backend.
 _BACKEND_PATH_WORDS = r"gpu|cuda|wgpu|metal|mps|xpu|rocm|vulkan|cudnn|cublas|opencl"
-GPU_PATH = re.compile(rf"(?:^|[/_-])(?:{_BACKEND_PATH_WORDS}|cubecl|kernels?)(?:$|[/_.-])", re.I)
+# A kernel's file is GPU code unless it says it is the host's (dfdx's `div/cpu_kernel.rs`).
+GPU_PATH = re.compile(
+    rf"(?:^|[/_-])(?:{_BACKEND_PATH_WORDS}|cubecl|(?<!cpu[_/])(?<!host[_/])kernels?)(?:$|[/_.-])", re.I
+)
 # Where a test runs on a GPU by its file alone: a backend's directory, crate or kernel
 # file (`burn-cubecl/`, `tests/cubecl/`, `webgpu_kernel.rs`). Not cubecl's own crates
 # (`cubecl-common/`, whose arena and autotune-cache tests run on no device) nor any

@@ -88,11 +88,14 @@ def _plain(text: str, keep_code: bool = False) -> str:
 # A sentence that denies, plans, recounts the past, reports tests or tidies code does
 # not claim the names in it.
 # Words that say a sentence is about GPU work: the backends, their libraries, kernels.
-GPU_WORDS = (
-    r"gpus?|cuda|ptx|cubecl|wgpu|kernels?|on-device|device-resident|cublas\w*|cudnn|cusolver|cusparse"
+DEVICE_WORDS = (
+    r"gpus?|cuda|ptx|cubecl|wgpu|on-device|device-resident|cublas\w*|cudnn|cusolver|cusparse"
     r"|cufft|nccl|msl|metal|mps|hip|rocm|vulkan|opencl|wgsl|tensor cores?"
 )
+GPU_WORDS = rf"{DEVICE_WORDS}|kernels?"
 GPU_WORD = re.compile(rf"\b(?:{GPU_WORDS})\b|Gpu[A-Z]", re.I)
+# A GPU word that is not "kernel": host code has kernels too.
+DEVICE_WORD = re.compile(rf"\b(?:{DEVICE_WORDS})\b|Gpu[A-Z]", re.I)
 # Words that put work on the host: "moved GPU tensors to CPU", "replace scalar libm",
 # "Fix non-cuda builds".
 HOST_WORDS = r"cpu|host|libm|non-(?:cuda|gpu|metal|wgpu|opencl)"

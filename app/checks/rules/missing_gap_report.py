@@ -34,7 +34,7 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     When the diff leaves GPU work incomplete (a `todo!()` or a TODO in GPU code,
     a `cfg`-gated stub, a CPU reference wired for the GPU, a structured
     "unsupported" error the diff adds, an opt-in CPU fallback, a GPU claim the code
-    does not back),
+    does not back or that names nothing the diff changes),
     requires the description to say what does not work yet and the next step (what
     works is what the rest of the description is about).
 
@@ -85,7 +85,7 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
 
 def _incomplete_work(ctx: DescriptionContext) -> list[str]:
     gaps = [f"{f.rule} at {f.path}:{f.line}" for f in ctx.findings if f.rule in _INCOMPLETE_RULES]
-    gaps.extend(f'the claim "{c.text}" is not backed' for c in ctx.claims if c.functions and not c.backed)
+    gaps.extend(f'the claim "{c.text}" is not backed' for c in ctx.claims if not c.backed)
     # A title about the host alone ("Feature/cpu softmax"): its CPU code is the change,
     # not a gap ("CPU reference + GPU scaffolding for X" names the GPU too).
     host_change = bool(HOST_WORD.search(ctx.title)) and not GPU_WORD.search(ctx.title)
