@@ -11,7 +11,8 @@ kinds of case:
   ``heldout12_wonnx``; huggingface/ratchet and crabml/crabml for ``heldout13_*``;
   EricLBuehler/candle-vllm for ``heldout14_cvllm``; fff-rs/juice for
   ``heldout15_juice``; huggingface/text-embeddings-inference for
-  ``heldout16_tei``; coreylowman/cudarc for ``heldout17_cudarc``). The
+  ``heldout16_tei``; coreylowman/cudarc for ``heldout17_cudarc``;
+  filecoin-project/bellperson for ``heldout18_bellperson``). The
   description is the commit message (read from the git dir at run time, never stored
   in this repository; a GitHub merge commit's body is the pull request's title) and
   the change is ``commit^..commit`` (a merge's first parent: the whole pull request).
