@@ -170,6 +170,8 @@ def test_best_effort_support_is_both_a_forbidden_phrasing_and_a_claim() -> None:
         "implementation. Wiring groups through gpu_conv2d is tracked as #1003.",
         "Object / Array inners return None so the caller falls through to CPU.\n\n"
         "Stage 5 follow-on: Object and Array on the GPU.",
+        # A fallback for CPU inputs is not a fallback to the CPU.
+        "The CPU-input fallback continues to use run_matmul.",
     ],
 )
 def test_negations_allowed_vocabulary_code_and_quotes_are_not_flagged(body: str) -> None:

@@ -29,7 +29,7 @@ FORBIDDEN = tuple(
         rf"\bdegrad\w*\s+(?:gracefully\s+)?to\s+{_CPU}\b",
         rf"\b(?:if|when)\s+(?:cuda|{_GPU}|a\s+gpu)\s+(?:is\s+)?(?:not\s+available|unavailable|missing|absent|"
         rf"not\s+present)\b[^.;]{{0,50}}?\b{_CPU}\b(?!-only)",
-        r"\bcpu[- ](?:(?!(?:and|or)\b)[\w-]+[- ])?fall-?backs?\b",  # "CPU round-trip fallbacks"
+        r"\bcpu[- ](?:round[- ]?trip[- ])?fall-?backs?\b",
         # a fallback taken when the kernel does not build, named as a feature
         r"\b(?:ptx|kernel|nvrtc)[- ](?:compile|compilation)[- ]failure[- ]fall-?backs?\b",
         rf"\bfalls?\s+through\s+to\s+(?:the\s+)?(?:existing\s+)?{_CPU}",
