@@ -132,6 +132,7 @@ def test_negations_plans_underclaims_and_quotes_are_not_claims(body: str) -> Non
         # A next step does not excuse a fallback on a missing device.
         "If the GPU is unavailable it falls back to the CPU. Follow-up: #12.",
         "gpu_scale keeps its CPU round-trip fallbacks if the module fails to load.",
+        "It's a CPU fallback, isn't it?",  # apostrophes quote nothing
     ],
 )
 def test_forbidden_phrasings_are_flagged(body: str) -> None:
@@ -172,6 +173,9 @@ def test_best_effort_support_is_both_a_forbidden_phrasing_and_a_claim() -> None:
         "Stage 5 follow-on: Object and Array on the GPU.",
         # A fallback for CPU inputs is not a fallback to the CPU.
         "The CPU-input fallback continues to use run_matmul.",
+        # A phrasing in quotation marks is named, not said.
+        'The checker now catches the wording "graceful CPU fallback" in titles.',
+        "The rule now flags 'graceful CPU fallback' wording.",
     ],
 )
 def test_negations_allowed_vocabulary_code_and_quotes_are_not_flagged(body: str) -> None:

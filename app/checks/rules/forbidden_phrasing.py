@@ -73,6 +73,8 @@ _LIMITED_CASES = re.compile(
     r"|types?|modes?|variants?|sizes?)\b|\b(?:inners?|variants?|cases?|schemas?|types?)\s+return\b",
     re.I,
 )
+# Quotation marks: straight, curly, or single ones that are not an apostrophe.
+_QUOTATION = re.compile(r"\"[^\"\n]{1,200}\"|“[^”\n]{1,200}”|(?<!\w)'[^'\n]{1,200}'(?!\w)")
 _OPT_IN = re.compile(r"\bopt[- ]?in\b|\bgated\s+(?:by|behind)\b|_ENABLE_\w*FALLBACK\b", re.I)
 
 
@@ -81,9 +83,9 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     Flags the spec's forbidden phrasings in the PR title and description, and their
     paraphrases, whatever the case or Markdown formatting: "works on the GPU when
     available, CPU otherwise", "falls back to CPU", "best-effort GPU support",
-    "graceful CPU fallback". Text in code blocks and quotes is ignored, and so are
-    negations ("no longer falls back to the CPU") and the allowed vocabulary ("opt-in
-    CPU fallback gated by FERROTORCH_ENABLE_GPU_FALLBACK"), and so are history ("the
+    "graceful CPU fallback". Text in code blocks, quotes and quotation marks is ignored,
+    and so are negations ("no longer falls back to the CPU") and the allowed vocabulary
+    ("opt-in CPU fallback gated by FERROTORCH_ENABLE_GPU_FALLBACK"), and so are history ("the
     reduction was falling back to the host before this change"), the CPU path taken
     for CPU inputs ("falls through to the CPU path when `param.is_cpu()`"), a
     fallback that names a target other than the host ("automatic fallback to the
@@ -111,7 +113,7 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
         if _OPT_IN.search(sentence.text):
             continue  # the allowed "opt-in fallback gated by ..." vocabulary
         for pattern in FORBIDDEN:
-            found = pattern.search(sentence.text)
+            found = next((m for m in pattern.finditer(sentence.text) if not _quoted(sentence.text, m)), None)
             if not found:
                 continue
             before = sentence.text[max(0, found.start() - 40) : found.start()]
@@ -130,6 +132,12 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
                 f'GPU; returns Err(GpuError::...) when the GPU is not available".',
             )
             break
+
+
+def _quoted(text: str, found: re.Match[str]) -> bool:
+    """Whether the phrase sits inside quotation marks: named, not said ('the rule flags
+    "CPU fallback" wording')."""
+    return any(q.start() < found.start() and found.end() < q.end() for q in _QUOTATION.finditer(text))
 
 
 def _said_of_no_fallback(before: str, found: re.Match[str], after: str) -> bool:
