@@ -576,7 +576,7 @@ def _partly_named(
     names the whole subject: a subject carries words the code does not ("basic matmul"
     is `matmul`, "synchronize method" `Cuda::synchronize`, "sign unary ops"
     `float_sign`). The most specific word is the one naming the fewest functions."""
-    work = [f for f in candidates if not f.support_code and _touches_the_gpu(f, findings)]
+    work = _gpu_code(candidates, findings)
     best: list[IndexedFunction] = []
     for word in subject:
         if len(word) < 3:
@@ -644,8 +644,13 @@ def _topic_functions(
 
 def _gpu_work(text: str, candidates: list[IndexedFunction], findings: list[Finding]) -> list[IndexedFunction]:
     """The diff's GPU code, of the backend the text names when some of it is."""
-    work = [f for f in candidates if not f.support_code and _touches_the_gpu(f, findings)]
+    work = _gpu_code(candidates, findings)
     return _saying_backend(text, work) or work
+
+
+def _gpu_code(candidates: list[IndexedFunction], findings: list[Finding]) -> list[IndexedFunction]:
+    """The candidates that are product code handling GPU work."""
+    return [f for f in candidates if not f.support_code and _touches_the_gpu(f, findings)]
 
 
 def _op_functions(
@@ -657,11 +662,9 @@ def _op_functions(
     something else or names set-up code ("Make init_cuda_backend idempotent")."""
     work = [
         f
-        for f in candidates
-        if not f.support_code
-        and not _SET_UP_NAME.match(f.fn.name)
+        for f in _gpu_code(candidates, findings)
+        if not _SET_UP_NAME.match(f.fn.name)
         and not HOST_WORD.search(f"{f.path} {f.fn.qualname}")  # `cpu/mod.rs`: the host's twin of the op
-        and _touches_the_gpu(f, findings)
     ]
     runs = [subject[i : i + n] for n in range(len(subject), 0, -1) for i in range(len(subject) - n + 1)]
     for run in runs:

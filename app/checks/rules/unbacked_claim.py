@@ -43,6 +43,10 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     test's call of `ops::softmax` into the CUDA kernel) and runs on a GPU: it builds a
     GPU device, is gated to a GPU feature, is named for one, or sits in a backend's
     directory or crate (`cuda/`, `burn-cubecl/`; not cubecl's own `cubecl-common/`).
+    A subject no changed function names whole stands for the GPU code its most specific
+    word names ("basic matmul" is `matmul`). The fallbacks and stubs held against a
+    claim are those on the lines the diff writes: a fallback a changed function already
+    had is the code check's finding, not the new work's.
 
     ## Why is this bad?
     Spec Step 5: "Never use 'implemented', 'added GPU support', 'GPU-accelerated',
