@@ -4,6 +4,7 @@ what the quality benchmarks analyse (Rust, Cargo manifests and kernel sources)."
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 EXPORT_SUFFIXES = (".rs", ".toml", ".ptx", ".cu", ".cuh", ".wgsl", ".metal")
@@ -23,12 +24,22 @@ def present_suffixes(git_dir: Path, commit: str) -> set[str]:
 
 
 def export_sources(git_dir: Path, commit: str, dest: Path, suffixes: set[str]) -> None:
-    """Write the commit's files with these suffixes under ``dest``."""
+    """Write the commit's files with these suffixes under ``dest``. A mirror may lack
+    its largest blobs (a compiled `.ptx` of megabytes): those files are left out, and
+    said so on stderr."""
     specs = [f":(glob)**/*{suffix}" for suffix in EXPORT_SUFFIXES if suffix in suffixes]
     if not specs:
         return
+    absent = absent_blobs(git_dir, commit, tuple(s for s in EXPORT_SUFFIXES if s in suffixes))
+    if absent:
+        print(
+            f"note: {commit[:12]}: the mirror lacks {len(absent)} file(s), left out: {', '.join(absent[:5])}",
+            file=sys.stderr,
+        )
+    excluded = [f":(exclude,literal){path}" for path in absent]
     archive = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "archive", "--format=tar", commit, "--", *specs], capture_output=True
+        ["git", f"--git-dir={git_dir}", "archive", "--format=tar", commit, "--", *specs, *excluded],
+        capture_output=True,
     )
     if archive.returncode != 0:
         detail = archive.stderr.decode("utf-8", "replace").strip()[:400]
@@ -36,3 +47,24 @@ def export_sources(git_dir: Path, commit: str, dest: Path, suffixes: set[str]) -
     untar = subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, capture_output=True)
     if untar.returncode != 0:
         raise ExportError(f"tar failed for {commit}: {untar.stderr.decode('utf-8', 'replace')[:400]}")
+
+
+def absent_blobs(git_dir: Path, commit: str, suffixes: tuple[str, ...]) -> list[str]:
+    """The paths with these suffixes whose blobs the object store does not hold."""
+    listing = subprocess.run(
+        ["git", f"--git-dir={git_dir}", "ls-tree", "-r", "-z", commit], capture_output=True
+    )
+    if listing.returncode != 0:
+        raise ExportError(f"git ls-tree {commit} failed: {listing.stderr.decode('utf-8', 'replace')[:400]}")
+    blobs: dict[str, str] = {}
+    for entry in listing.stdout.decode("utf-8", "replace").split("\0"):
+        meta, _, path = entry.partition("\t")
+        if meta.split(" ")[1:2] == ["blob"] and path.endswith(suffixes):
+            blobs[path] = meta.split(" ")[2]
+    check = subprocess.run(
+        ["git", f"--git-dir={git_dir}", "cat-file", "--batch-check"],
+        input="\n".join(blobs.values()).encode(),
+        capture_output=True,
+    )
+    missing = {line.split(" ")[0] for line in check.stdout.decode().splitlines() if line.endswith(" missing")}
+    return [path for path, sha in blobs.items() if sha in missing]

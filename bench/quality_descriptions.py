@@ -12,7 +12,9 @@ kinds of case:
   EricLBuehler/candle-vllm for ``heldout14_cvllm``; fff-rs/juice for
   ``heldout15_juice``; huggingface/text-embeddings-inference for
   ``heldout16_tei``; coreylowman/cudarc for ``heldout17_cudarc``;
-  filecoin-project/bellperson for ``heldout18_bellperson``). The
+  filecoin-project/bellperson for ``heldout18_bellperson``; sonos/tract for
+  ``heldout19_tract``; a file the mirror lacks, such as a large compiled ``.ptx``, is
+  left out of the case's tree with a note on stderr). The
   description is the commit message (read from the git dir at run time, never stored
   in this repository; a GitHub merge commit's body is the pull request's title) and
   the change is ``commit^..commit`` (a merge's first parent: the whole pull request).
