@@ -176,6 +176,8 @@ def test_best_effort_support_is_both_a_forbidden_phrasing_and_a_claim() -> None:
         # A phrasing in quotation marks is named, not said.
         'The checker now catches the wording "graceful CPU fallback" in titles.',
         "The rule now flags 'graceful CPU fallback' wording.",
+        # The caller opts in by asking for a mode whose name says the CPU.
+        'runtime_for_name("gpu-or-cpu") does the same lookup, but falls through to the `default` CPU runtime.',
     ],
 )
 def test_negations_allowed_vocabulary_code_and_quotes_are_not_flagged(body: str) -> None:
@@ -999,6 +1001,245 @@ def test_a_vulkan_compute_dispatch_is_backend_evidence() -> None:
     )
     (claim,) = run_review(files, body="matmul_vec now runs on the GPU.").claims
     assert not claim.backed and any("4a" in m for m in claim.missing)
+
+
+def test_an_objc2_metal_dispatch_is_backend_evidence() -> None:
+    """objc2-metal spells Metal's selectors in camelCase (ferrotorch-mps)."""
+    code = """
+        pub fn sum_axis_f32(enc: &ProtocolObject<dyn MTLComputeCommandEncoder>, p: &Pipeline) {
+            enc.setComputePipelineState(p);
+            enc.dispatchThreadgroups_threadsPerThreadgroup(grid, tg);
+        }
+        """
+    (function,) = extract(code.encode()).functions
+    assert [s.kind for s in function.signals] == ["launch", "launch"]
+
+
+OPENCL_FFT = """
+    pub struct FftKernel { proque: ProQue, src: Buffer<u32> }
+    impl FftKernel {
+        pub fn create(device: Device, n: usize) -> ocl::Result<FftKernel> {
+            let proque = ProQue::builder().device(device).src(FFT_SRC).dims(n).build()?;
+            let src = Buffer::builder().queue(proque.queue().clone()).len(n).build()?;
+            Ok(FftKernel { proque, src })
+        }
+        pub fn radix_fft(&mut self, a: &mut [u32]) -> ocl::Result<()> {
+            self.src.write(&*a).enq()?;
+            let kernel = self.proque.kernel_builder("radix_fft").arg(&self.src).build()?;
+            unsafe { kernel.enq()?; }
+            self.src.read(a).enq()?;
+            Ok(())
+        }
+    }
+    """
+
+
+def test_an_opencl_kernel_built_and_enqueued_with_ocl_is_backend_evidence() -> None:
+    """bellperson's FFT builds an ocl `ProQue`, then a kernel with `kernel_builder` and
+    enqueues it; the buffer writes and reads around it are transfers, not launches."""
+    test = """
+        #[test]
+        fn radix_fft_on_gpu() {
+            let device = Device::first(Platform::default()).expect("this test needs an OpenCL GPU");
+            let mut kern = FftKernel::create(device, 8).unwrap();
+            kern.radix_fft(&mut [1u32; 8]).unwrap();
+        }
+        """
+    files = {"src/gpu/fft.rs": OPENCL_FFT, "tests/gpu_fft.rs": test}
+    assert claims_of("radix_fft now runs on the GPU.", files) == [("radix_fft", True)]
+    kinds = {s.kind for f in extract(OPENCL_FFT.encode()).functions for s in f.signals}
+    assert {"launch", "upload", "readback", "device_memory"} <= kinds
+    no_kernel = OPENCL_FFT.replace('self.proque.kernel_builder("radix_fft")', "self.proque.noop()")
+    (claim,) = run_review(
+        {"src/gpu/fft.rs": no_kernel, "tests/gpu_fft.rs": test}, body="radix_fft now runs on the GPU."
+    ).claims
+    assert not claim.backed and any("4a" in m for m in claim.missing)
+
+
+def test_a_method_called_on_a_unit_struct_is_reached_by_the_test() -> None:
+    """tract's tests call ops on unit structs (`GgmlFlashAttn.eval(..)`): the methods
+    `eval` reaches are tested, though dozens of types define an `eval`."""
+    op = """
+        pub struct FlashAttn;
+        impl FlashAttn {
+            pub fn eval(&self, x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> { self.launch_with_plan(x, dev) }
+            fn launch_with_plan(&self, x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> {
+                let f = dev.get_func("k", "fattn").ok_or(GpuError::MissingKernel)?;
+                unsafe { f.launch(LaunchConfig::for_num_elems(x.len() as u32), (x,)) }?;
+                Ok(())
+            }
+        }
+        """
+    others = "".join(
+        f"pub struct Op{i}; impl Op{i} {{ pub fn eval(&self) -> u32 {{ {i} }} }}\n" for i in range(12)
+    )
+    test = """
+        #[test]
+        fn flash_attn_on_cuda() {
+            let dev = CudaDevice::new(0).expect("this test needs a CUDA device");
+            let x = dev.htod_copy(vec![1.0f32; 4]).unwrap();
+            FlashAttn.eval(&x, &dev).unwrap();
+        }
+        """
+    files = {"cuda/src/flash_attn.rs": op, "core/src/ops.rs": others, "cuda/tests/fattn.rs": test}
+    assert claims_of("Fixed launch_with_plan on the GPU.", files) == [("launch_with_plan", True)]
+
+
+def test_a_helper_of_a_gpu_op_is_backed_by_the_op_s_launch() -> None:
+    """ "Guard metal matmul dispatch against exotic tensors" changes a check of the
+    gemm op, which launches nothing itself: the op's own `eval` dispatches the kernel,
+    and the guard is part of that op."""
+    op = """
+        pub struct MetalGemm;
+        impl MetalGemm {
+            pub fn resolve_output_facts(&self, a: &Fact) -> Result<Fact, GpuError> {
+                if !a.is_plain() { return Err(GpuError::Unsupported); }
+                Ok(a.clone())
+            }
+            pub fn eval(&self, enc: &ComputeCommandEncoder, a: &Buffer) {
+                enc.set_compute_pipeline_state(&self.pipeline);
+                enc.dispatch_thread_groups(grid, group);
+            }
+        }
+        """
+    test = """
+        #[test]
+        fn gemm_on_metal() {
+            let device = Device::system_default().expect("this test needs a Metal device");
+            let gemm = MetalGemm;
+            gemm.resolve_output_facts(&Fact::plain()).unwrap();
+            gemm.eval(&device.encoder(), &device.buffer());
+        }
+        """
+    files = {"metal/src/ops/gemm.rs": op, "metal/tests/gemm.rs": test}
+    assert claims_of("Guarded resolve_output_facts on Metal.", files) == [("resolve_output_facts", True)]
+    no_dispatch = op.replace("enc.dispatch_thread_groups(grid, group);", "").replace(
+        "enc.set_compute_pipeline_state(&self.pipeline);", ""
+    )
+    files["metal/src/ops/gemm.rs"] = no_dispatch
+    (claim,) = run_review(files, body="Guarded resolve_output_facts on Metal.").claims
+    assert not claim.backed and any("4a" in m for m in claim.missing)
+
+
+def test_a_gpu_claim_is_not_about_the_host_twin_of_its_op() -> None:
+    """ "PTX im2col kernel" of a diff that changes `im2col_cpu` and the GPU conv that
+    launches `IM2COL_PTX`: the claim is about the kernel, not the host function whose
+    name says im2col."""
+    code = """
+        pub const IM2COL_PTX: &str = ".visible .entry im2col(.param .u64 x) { ret; }";
+        pub fn im2col_cpu(x: &[f32]) -> Vec<f32> { x.to_vec() }
+        pub fn gpu_conv2d(x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> {
+            dev.load_ptx(IM2COL_PTX.into(), "conv", &["im2col"])?;
+            let f = dev.get_func("conv", "im2col").ok_or(GpuError::MissingKernel)?;
+            unsafe { f.launch(LaunchConfig::for_num_elems(x.len() as u32), (x,)) }?;
+            Ok(())
+        }
+        """
+    test = GPU_TEST.replace("gpu_scale", "gpu_conv2d")
+    (claim,) = run_review(
+        {"src/conv.rs": code, "tests/gpu.rs": test}, body="Added a PTX kernel for im2col."
+    ).claims
+    assert [f.fn.name for f in claim.functions] == ["gpu_conv2d"] and claim.backed
+
+
+def test_a_cuda_test_does_not_exercise_the_metal_impl_of_a_trait_method() -> None:
+    """ferrotorch's CUDA tests call `backend.add_f32(..)` on the registered backend: the
+    call names every impl of the trait method, but a test that builds a CUDA device
+    runs none of `ferrotorch-mps`'s."""
+    trait = """
+        pub trait GpuBackend { fn add_f32(&self, a: &Buf) -> Result<Buf, GpuError>; }
+        pub fn add(backend: &dyn GpuBackend, a: &Buf) -> Result<Buf, GpuError> { backend.add_f32(a) }
+        """
+    cuda = (
+        KERNEL
+        + """
+        impl GpuBackend for CudaBackend {
+            fn add_f32(&self, a: &Buf) -> Result<Buf, GpuError> { gpu_scale(&a.slice, &self.dev)?; Ok(a.clone()) }
+        }
+        """
+    )
+    metal = """
+        impl GpuBackend for MtlBackend {
+            fn add_f32(&self, a: &Buf) -> Result<Buf, GpuError> {
+                self.encoder.set_compute_pipeline_state(&self.add);
+                self.encoder.dispatch_thread_groups(grid, group);
+                Ok(a.clone())
+            }
+        }
+        """
+    test = """
+        #[test]
+        fn add_on_cuda() {
+            let dev = CudaDevice::new(0).expect("this test needs a CUDA device");
+            let backend = CudaBackend::new(dev);
+            add(&backend, &Buf::zeros(4)).unwrap();
+        }
+        """
+    files = {
+        "core/src/dispatch.rs": trait,
+        "ferrotorch-cuda/src/backend.rs": cuda,
+        "ferrotorch-mps/src/backend.rs": metal,
+    }
+    files["ferrotorch-cuda/tests/add.rs"] = test
+    (on_metal,) = run_review(files, body="Implemented add_f32 on Metal.").claims
+    assert [f.path for f in on_metal.functions] == ["ferrotorch-mps/src/backend.rs"]
+    assert not on_metal.backed and any("4d" in m for m in on_metal.missing)
+    (on_cuda,) = run_review(files, body="Implemented add_f32 on CUDA.").claims
+    assert [f.path for f in on_cuda.functions] == ["ferrotorch-cuda/src/backend.rs"] and on_cuda.backed
+
+
+TRAIT_BACKENDS = {
+    "core/src/dispatch.rs": """
+        pub trait GpuBackend { fn add_f32(&self, a: &Buf) -> Result<Buf, GpuError>; }
+        pub fn add(backend: &dyn GpuBackend, a: &Buf) -> Result<Buf, GpuError> { backend.add_f32(a) }
+        """,
+    "gpu/src/backend_a.rs": KERNEL
+    + """
+        impl GpuBackend for BackendA {
+            fn add_f32(&self, a: &Buf) -> Result<Buf, GpuError> { gpu_scale(&a.slice, &self.dev)?; Ok(a.clone()) }
+        }
+        """,
+    "gpu/src/backend_b.rs": KERNEL.replace("gpu_scale", "gpu_scale_b")
+    + """
+        impl GpuBackend for BackendB {
+            fn add_f32(&self, a: &Buf) -> Result<Buf, GpuError> { gpu_scale_b(&a.slice, &self.dev)?; Ok(a.clone()) }
+        }
+        """,
+}
+
+
+@pytest.mark.parametrize(
+    ("builds", "b_tested"),
+    [("let backend = BackendA::new(dev);", False), ("let backend = registry();", True)],
+)
+def test_a_trait_method_reaches_the_impls_of_the_types_the_test_builds(builds: str, b_tested: bool) -> None:
+    """`backend.add_f32(..)` runs the impl of the value's type: a test that builds a
+    `BackendA` does not test `BackendB`'s. When the test builds none of them (the value
+    comes from a registry it does not show), every impl may run."""
+    test = f"""
+        #[test]
+        fn add_on_gpu() {{
+            let dev = CudaDevice::new(0).expect("this test needs a GPU");
+            {builds}
+            add(&backend, &Buf::zeros(4)).unwrap();
+        }}
+        """
+    files = {**TRAIT_BACKENDS, "gpu/tests/add.rs": test}
+    (claim,) = run_review(files, body="Implemented gpu_scale_b on the GPU.").claims
+    assert claim.backed is b_tested
+
+
+@pytest.mark.parametrize(
+    ("title", "claimed"), [("move sync rule to gpu", []), ("Move scale to GPU", [("scale", False)])]
+)
+def test_code_moved_into_a_folder_of_that_name_is_no_gpu_claim(
+    title: str, claimed: list[tuple[str, bool]]
+) -> None:
+    """tract's "move sync rule to gpu" moves code into its `gpu` crate; "to GPU",
+    spelled as no folder of the diff, is a claim."""
+    code = KERNEL.replace("gpu_scale", "scale").replace("sync_rule", "scale")
+    files = {"gpu/src/sync.rs": code.replace("scale", "sync_rule") if not claimed else code}
+    assert [(c.subject, c.backed) for c in run_review(files, body="", title=title).claims] == claimed
 
 
 def test_a_gpu_title_over_a_diff_without_gpu_code_cannot_be_verified() -> None:

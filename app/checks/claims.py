@@ -218,7 +218,13 @@ _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", 
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
 _FALLBACK = re.compile(r"\bfall(?:s|ing)?[- ]?backs?\b", re.I)
 _SET_UP_NAME = re.compile(rf"{PLUMBING_NAME.pattern}|^(?:init|setup|register|configure|load)(?:_|$)")
+# A function of the host by its name or place (`im2col_cpu`, `div/cpu_kernel.rs`,
+# `cpu_backend/`), unless its name also says the device (`cpu_to_gpu`): the host twin
+# of the op, not what a GPU claim is about.
+_HOST_NAME = re.compile(r"(?<![a-z])(?:cpu|host)(?![a-z])", re.I)
+_DEVICE_NAME = re.compile(rf"(?<![a-z])(?:gpu|device|ptx|{_BACKENDS})(?![a-z])", re.I)
 _STUB_RULES = frozenset({"deferred-kernel", "stub-residue"})
+_DATA_WORK = frozenset({"readback", "upload", "device_memory", "host_loop", "to_vec"})
 # What a changed callee's code does to every op that calls it.
 _INHERITED_RULES = _STUB_RULES | {"silent-fallback", "eprintln-fallback", "fallback-without-warn"}
 
@@ -309,6 +315,18 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
                 found.append(Claim(text, subject, sentence.line, soft=soft, listed=True))
         claims.extend(found)
     return claims
+
+
+# "moved most of utils to gpu": a move into the crate or folder of that name.
+_MOVED_TO = re.compile(r"\bmov(?:e|es|ed|ing)\b.*?\bto\s+`?([\w-]+)`?", re.I)
+
+
+def moved_into_a_folder(claim: Claim, paths: Iterable[str]) -> bool:
+    """A claim that code moved to a name that is, spelled the same, a folder of the
+    files the diff changes ("move sync rule to gpu" of `gpu/src/sync.rs`): code moved
+    between crates, not onto the device."""
+    moved = _MOVED_TO.search(claim.text)
+    return moved is not None and any(moved.group(1) in path.split("/")[:-1] for path in paths)
 
 
 def title_topic(title: Sentence) -> Claim | None:
@@ -472,7 +490,9 @@ def judge(
     candidates = [
         f
         for f in _of_the_backend(claim.text, changed)
-        if not f.cpu_build and (about_backward or not _BACKWARD_NAME.search(f.fn.qualname))
+        if not f.cpu_build
+        and not _host_twin(f)
+        and (about_backward or not _BACKWARD_NAME.search(f.fn.qualname))
     ]
     named = _named(claim, subject, candidates)
     # A claim that names a backend is about that backend's code (`conv2d` of "Feat/wgpu/conv"
@@ -518,7 +538,7 @@ def judge(
         untested = []  # a title that stands for the diff's GPU work: a GPU test runs that work
     for item in claim.functions:
         where = f"`{item.fn.qualname}` ({item.path}:{item.fn.fn_line})"
-        if not item.evidence:
+        if not item.evidence and not _evidence_of_its_op(ws, item):
             claim.missing.append(
                 f"{where}: no backend evidence (no kernel launch, BLAS call or "
                 f"kernel source, itself or through its callees) — 4a"
@@ -530,6 +550,28 @@ def judge(
                 claim.missing.append(f"{where}: {finding.rule} at {finding.path}:{finding.line} — 4c")
         if item in untested:
             claim.missing.append(f"{where}: no GPU test reaches it — 4d")
+
+
+def _evidence_of_its_op(ws: Workspace, item: IndexedFunction) -> bool:
+    """A helper of a GPU op that launches: a method of a GPU type another of whose
+    methods in the file launches (`MetalGemm::resolve_output_facts` of the gemm whose
+    `eval` dispatches), or a function a GPU launcher calls directly (a guard, a launch
+    plan). Its work is part of that op's. A function that moves or loops over data
+    itself is an op of its own, and answers for its own launch."""
+    if not item.is_gpu_code or any(s.kind in _DATA_WORK for s in item.fn.signals):
+        return False
+    siblings = item.fn.impl_type and any(
+        f.evidence and f.path == item.path and f.fn.impl_type == item.fn.impl_type for f in ws.functions
+    )
+    return bool(siblings) or any(
+        c.evidence and c.is_gpu_code and not c.support_code for c in ws.callers_of(item, within=1)
+    )
+
+
+def _host_twin(item: IndexedFunction) -> bool:
+    return bool(_HOST_NAME.search(f"{item.path} {item.fn.qualname}")) and not _DEVICE_NAME.search(
+        item.fn.qualname
+    )
 
 
 def _touches_the_gpu(item: IndexedFunction, findings: list[Finding]) -> bool:
@@ -660,12 +702,7 @@ def _op_functions(
     run of the title's words, longest first, as a whole name or as a string it matches
     on (`"HardSigmoid" =>` in wonnx's `compile`); none when the title is about
     something else or names set-up code ("Make init_cuda_backend idempotent")."""
-    work = [
-        f
-        for f in _gpu_code(candidates, findings)
-        if not _SET_UP_NAME.match(f.fn.name)
-        and not HOST_WORD.search(f"{f.path} {f.fn.qualname}")  # `cpu/mod.rs`: the host's twin of the op
-    ]
+    work = [f for f in _gpu_code(candidates, findings) if not _SET_UP_NAME.match(f.fn.name)]
     runs = [subject[i : i + n] for n in range(len(subject), 0, -1) for i in range(len(subject) - n + 1)]
     for run in runs:
         if len("".join(run)) < 3:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.checks.claims import Claim, extract_claims, judge, title_topic
+from app.checks.claims import Claim, extract_claims, judge, moved_into_a_folder, title_topic
 from app.checks.engine import Touched
 from app.checks.mentions import mentioned_claims, planned_lines
 from app.checks.model import Finding
@@ -40,7 +40,9 @@ def description_context(
 ) -> DescriptionContext:
     said = sentences(title, body)
     planned = planned_lines(said)
-    claims = [c for c in extract_claims(said) if c.line not in planned]
+    claims = [
+        c for c in extract_claims(said) if c.line not in planned and not moved_into_a_folder(c, touched)
+    ]
     ctx = DescriptionContext(ws, title, body, said, changed, findings, touched, claims)
     held = [f for f in findings if f.line in touched.get(f.path, ())]  # on the lines the diff writes
     for claim in ctx.claims:
@@ -53,7 +55,7 @@ def description_context(
     # A description that claims nothing in so many words is a terse one: its title is
     # its claim.
     topic = title_topic(said[0]) if said and said[0].line == 0 else None
-    if topic and not ctx.claims:
+    if topic and not ctx.claims and not moved_into_a_folder(topic, touched):
         judge(ws, topic, changed, findings, held)
         if topic.functions or not topic.soft:
             ctx.claims.append(topic)

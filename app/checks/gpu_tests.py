@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 
 from app.checks import gpu_code
@@ -161,10 +161,51 @@ def _reach_origins(ws: Workspace) -> dict[int, IndexedFunction]:
 
         # A disabled test (ignored, or returning early without a GPU) reaches nothing on the GPU.
         roots = [f for f in ws.functions if is_gpu_test(f, ws) and not any(disabled(ws, f))]
-        origins: dict[int, int] = {}
-        reach = {id(ws.functions[i]): ws.functions[origins[i]] for i in ws.reached_from(roots, origins)}
+        by_backend: dict[frozenset[str], list[IndexedFunction]] = {}
+        for root in roots:
+            by_backend.setdefault(_test_backends(root, ws), []).append(root)
+        reach = {}
+        for backends, tests in by_backend.items():
+            origins: dict[int, int] = {}
+            for i in ws.reached_from(tests, origins, skip=_of_another_backend(backends)):
+                reach.setdefault(id(ws.functions[i]), ws.functions[origins[i]])
         _REACH[ws] = reach
     return reach
+
+
+# The GPU backends a path or a device names, by family: a CUDA test runs no Metal code.
+_BACKEND_FAMILIES = {
+    "cuda": "cuda", "cudnn": "cuda", "cublas": "cuda", "nvrtc": "cuda", "ptx": "cuda",
+    "metal": "metal", "mps": "metal", "mtl": "metal",
+    "wgpu": "wgpu", "webgpu": "wgpu", "vulkan": "wgpu", "spirv": "wgpu",
+    "rocm": "rocm", "hip": "rocm", "opencl": "opencl", "ocl": "opencl",
+}  # fmt: skip
+_BACKEND_WORD = re.compile(rf"(?<![a-z])({'|'.join(_BACKEND_FAMILIES)})(?![a-z])", re.I)
+
+
+def _backends_named(text: str) -> frozenset[str]:
+    return frozenset(_BACKEND_FAMILIES[m.group(1).lower()] for m in _BACKEND_WORD.finditer(text))
+
+
+def _test_backends(test: IndexedFunction, ws: Workspace) -> frozenset[str]:
+    """The backends a GPU test runs on, by its file and name, the devices it builds, the
+    functions it and its helpers call (`init_cuda_backend()`) and their messages
+    (`.expect("CUDA device 0")`); empty when they name none: the test may run on any."""
+    said = [test.path, test.fn.qualname]
+    for item in (test, *_test_helpers(test, ws)):
+        said += (s.text for s in item.fn.signals if s.kind in ("gpu_device", "gpu_acquire"))
+        said += (f"{c.qualifier} {c.name}" for c in item.fn.calls)
+        said += (lit.text for lit in item.fn.literals)  # `.expect("CUDA device 0")`
+    return _backends_named(" ".join(said))
+
+
+def _of_another_backend(backends: frozenset[str]) -> Callable[[IndexedFunction], bool] | None:
+    """Functions whose file belongs to a backend the tests do not run on
+    (`ferrotorch-mps/src/backend.rs` for a test that builds a `CudaDevice`): the
+    walk reaches them only through a trait method every backend implements."""
+    if not backends:
+        return None
+    return lambda item: bool(placed := _backends_named(item.path)) and placed.isdisjoint(backends)
 
 
 def tests_reaching(
@@ -184,7 +225,9 @@ def tests_reaching(
     for test in candidates:
         reached = reach_of.get(id(test))
         if reached is None:
-            reached = reach_of[id(test)] = ws.reached_from([test])
+            reached = reach_of[id(test)] = ws.reached_from(
+                [test], skip=_of_another_backend(_test_backends(test, ws))
+            )
         if index in reached:
             found.append(test)
     origin = _reach_origins(ws).get(id(op))

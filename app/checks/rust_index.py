@@ -33,7 +33,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "31"
+EXTRACTOR_VERSION = "34"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -76,7 +76,10 @@ _FN_PATH_RE = re.compile(rb"(?<![\w:])((?:[a-z_]\w*::)+)([a-z_]\w*)\b(?!\s*(?:[(
 # `Type { field: .. }` or `path::Type::<T> { .. }`: a struct literal builds a value of Type.
 _STRUCT_LITERAL_RE = re.compile(rb"(?<![\w])([A-Z]\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\{")
 # `xs.apply_op3(a, b, &RotaryEmbThd)`: a unit struct handed on as a value is built there.
-_UNIT_VALUE_RE = re.compile(rb"[(,]\s*&?\s*([A-Z]\w*)\s*(?=[,)])")
+# `GgmlFlashAttn.eval(..)`: a method called on a unit struct (CamelCase, not a CONSTANT).
+_UNIT_VALUE_RE = re.compile(
+    rb"[(,]\s*&?\s*([A-Z]\w*)\s*(?=[,)])|(?<![\w.:])([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)\s*\.\s*[a-z_]\w*\s*\("
+)
 _GENERIC_ARGS = re.compile(rb"<[^<>]*>")
 _DOUBLED_SEPARATOR = re.compile(rb"::(?:\s*::)+")
 _QUALIFIER_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:")
@@ -149,6 +152,7 @@ _SIGNAL_SPECS = (
     _spec("data_vec", "readback", r"data_vec\s*\(", "dot"),
     _spec("download", "readback", r"download\w*\s*\("),
     _spec("read_buffer", "readback", r"read_buffer\w*\s*\("),
+    _spec("read", "readback", r"read\s*\([^()]*\)\s*\.\s*enq\s*\(", "dot"),  # ocl: `buf.read(&mut v).enq()`
     # Work launched on the GPU, or GPU libraries and kernel sources.
     _spec(
         "cudarc",
@@ -179,12 +183,21 @@ _SIGNAL_SPECS = (
     _spec("create_compute_pipeline", "launch", r"create_compute_pipeline\b"),
     _spec("dispatch_thread", "launch", r"dispatch_thread(?:_group)?s\b"),
     _spec("set_compute_pipeline_state", "launch", r"set_compute_pipeline_state\b"),
+    # objc2-metal spells Metal's selectors in camelCase.
+    _spec("dispatchThread", "launch", r"dispatchThread(?:group)?s(?:_threadsPerThreadgroup)?\b", "any"),
+    _spec("setComputePipelineState", "launch", r"setComputePipelineState\b", "any"),
     # Vulkan (vulkano's command buffer builder, ash and the C API) and OpenCL.
     _spec("bind_pipeline_compute", "launch", r"bind_pipeline_compute\b"),
     _spec("ComputePipeline", "launch", r"ComputePipeline\s*::\s*(?:new|with_pipeline_layout)\b"),
     _spec("cmd_dispatch", "launch", r"cmd_dispatch\w*\s*\("),
     _spec("vkCmdDispatch", "launch", r"vkCmdDispatch\w*"),
     _spec("enqueue_kernel", "launch", r"enqueue_(?:nd_range_)?kernel\w*\s*\(|clEnqueueNDRangeKernel\b"),
+    _spec("enqueue_nd_range", "launch", r"enqueue_nd_range\s*\("),
+    # ocl's program-and-queue and kernel builders; rust-gpu-tools' and opencl3's kernels.
+    _spec("ProQue", "launch", r"ProQue\s*::\s*builder\b"),
+    _spec("kernel_builder", "launch", r"kernel_builder\s*\("),
+    _spec("Kernel", "launch", r"Kernel\s*::\s*builder\b"),
+    _spec("create_kernel", "launch", r"create_kernel\s*\("),
     _spec("load_ptx", "launch", r"load_ptx\b"),
     _spec("compile_ptx", "launch", r"compile_ptx\w*"),
     _spec("Ptx", "launch", r"Ptx\s*::"),
@@ -205,6 +218,9 @@ _SIGNAL_SPECS = (
     _spec("create_buffer_init", "upload", r"create_buffer_init\b"),
     _spec("write_buffer", "upload", r"write_buffer\b"),
     _spec("create_from_slice", "upload", r"create_from_slice\s*\("),  # CubeCL's ComputeClient
+    _spec("write", "upload", r"write\s*\([^()]*\)\s*\.\s*enq\s*\(", "dot"),  # ocl: `buf.write(&v).enq()`
+    _spec("Buffer", "device_memory", r"Buffer\s*::\s*(?:<[^>]*>\s*::\s*)?builder\b"),  # ocl
+    _spec("create_buffer", "device_memory", r"create_buffer\w*\s*\("),  # wgpu, rust-gpu-tools
     _spec("alloc_zeros", "device_memory", r"alloc_zeros\b"),
     _spec("CudaSlice", "device_memory", r"CudaSlice\b"),
     _spec("synchronize", "sync", r"synchronize\s*\(", "any"),
@@ -307,7 +323,7 @@ def _constructed_types(text: bytes, calls: list[Call], impl_type: str) -> tuple[
     """Types whose values the body may build: struct literals and ``Type::f(..)`` calls
     (constructors, and over-approximating, any associated function)."""
     found = {m.group(1).decode() for m in _STRUCT_LITERAL_RE.finditer(text)}
-    found.update(m.group(1).decode() for m in _UNIT_VALUE_RE.finditer(text))
+    found.update((m.group(1) or m.group(2)).decode() for m in _UNIT_VALUE_RE.finditer(text))
     found.update(c.qualifier.rsplit("::", 1)[-1] for c in calls if c.qualifier)
     if "Self" in found:
         found.add(impl_type)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from app.checks import gpu_code
@@ -373,29 +373,39 @@ class Workspace:
             frontier = next_frontier
 
     def reached_from(
-        self, roots: Iterable[IndexedFunction], origins: dict[int, int] | None = None
+        self,
+        roots: Iterable[IndexedFunction],
+        origins: dict[int, int] | None = None,
+        skip: Callable[[IndexedFunction], bool] | None = None,
     ) -> set[int]:
         """Indexes of the functions reachable by calls from the roots. A method name
         defined too often to resolve by name (``grad_fn.backward()``, dynamic dispatch)
         reaches the methods of that name on the types the reached code builds values
-        of: the trait objects it can be holding (rapid type analysis). ``origins``, when
-        given, is filled with the index of the root each function was first reached from."""
+        of: the trait objects it can be holding (rapid type analysis); so does a trait
+        method that several types implement, or all its impls when the reached code
+        builds none of those types. ``origins``, when given, is filled with the index of
+        the root each function was first reached from; ``skip`` names functions the walk
+        does not enter."""
         reached: set[int] = set()
         queue = deque(self.index_of(r) for r in roots)
         if origins is not None:
             origins.update((i, i) for i in queue)
 
-        def push(found: Iterable[int]) -> None:
+        def push(found: Iterable[int], caller: int | None = None) -> None:
             for target in found:
+                if skip is not None and skip(self.functions[target]):
+                    continue
                 queue.append(target)
                 if origins is not None:
-                    origins.setdefault(target, origins[index])
+                    origins.setdefault(target, origins[index if caller is None else caller])
 
         visited_keys: set[tuple[Key, str]] = set()
         built: set[int] = set()  # the methods of the types the reached code builds values of
         # Calls resolved by the value's type: a method name called too widely to resolve
         # by name (`("m", name)`), `self.f(..)` in a trait's default method (`("t", trait, f)`).
         dispatched: set[Key] = set()
+        # Trait methods of several types, resolved by the type built: the calling function, the impls.
+        unsure: dict[Key, tuple[int, list[int]]] = {}
         while queue:
             index = queue.popleft()
             if index in reached:
@@ -427,13 +437,30 @@ class Workspace:
                         push(impls)
                     continue
                 on_self = _dispatches_on_self(key, fn)
-                if (key[0] == "m" and len(targets) > _MAX_METHOD_FANOUT) or on_self:
+                too_many = key[0] == "m" and len(targets) > _MAX_METHOD_FANOUT
+                several_impls = key[0] == "m" and not too_many and self._impls_of_several_types(targets)
+                if too_many or on_self or several_impls:
                     dispatched.add(key)
+                    if several_impls:
+                        unsure.setdefault(key, (index, targets))
                     # A default method runs for the built types that do not override it.
                     push(i for i in targets if i in built or (on_self and not self.functions[i].fn.impl_type))
                     continue
                 push(targets)
+            if not queue:
+                # A trait method none of whose types the reached code builds (the value
+                # comes from a registry it does not show): every impl may run.
+                for caller, targets in unsure.values():
+                    if reached.isdisjoint(targets):
+                        push(targets, caller)
+                unsure.clear()
         return reached
+
+    def _impls_of_several_types(self, targets: list[int]) -> bool:
+        """Trait impls of two or more types: `backend.add_f32(..)` runs the one of the
+        value's type, which only the types the caller builds can tell."""
+        types = {self.functions[i].fn.impl_type for i in targets if self.functions[i].fn.trait}
+        return len(types) >= 2
 
     def _methods_built(self, type_name: str, builder: IndexedFunction) -> list[int]:
         """The methods of the type a function builds a value of: those of its own file

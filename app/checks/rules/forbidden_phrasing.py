@@ -75,7 +75,13 @@ _LIMITED_CASES = re.compile(
 )
 # Quotation marks: straight, curly, or single ones that are not an apostrophe.
 _QUOTATION = re.compile(r"\"[^\"\n]{1,200}\"|“[^”\n]{1,200}”|(?<!\w)'[^'\n]{1,200}'(?!\w)")
-_OPT_IN = re.compile(r"\bopt[- ]?in\b|\bgated\s+(?:by|behind)\b|_ENABLE_\w*FALLBACK\b", re.I)
+# The opt-in, said or named: a mode the caller asks for by a name that says the CPU
+# (`runtime_for_name("gpu-or-cpu")`, `Device::GpuOrCpu`).
+_OPT_IN = re.compile(
+    r"\bopt[- ]?in\b|\bgated\s+(?:by|behind)\b|_ENABLE_\w*FALLBACK\b"
+    r"|\b(?:gpu|cuda|metal|device)[-_ ]?or[-_ ]?(?:cpu|host)\b",
+    re.I,
+)
 
 
 def check(ctx: DescriptionContext) -> Iterator[Hit]:
@@ -85,8 +91,9 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     available, CPU otherwise", "falls back to CPU", "best-effort GPU support",
     "graceful CPU fallback". Text in code blocks, quotes and quotation marks is ignored,
     and so are negations ("no longer falls back to the CPU") and the allowed vocabulary
-    ("opt-in CPU fallback gated by FERROTORCH_ENABLE_GPU_FALLBACK"), and so are history ("the
-    reduction was falling back to the host before this change"), the CPU path taken
+    ("opt-in CPU fallback gated by FERROTORCH_ENABLE_GPU_FALLBACK", or a mode the caller
+    asks for by a name that says the CPU: `runtime_for_name("gpu-or-cpu")`), and so are
+    history ("the reduction was falling back to the host before this change"), the CPU path taken
     for CPU inputs ("falls through to the CPU path when `param.is_cpu()`"), a
     fallback that names a target other than the host ("automatic fallback to the
     scalar kernel", "to star topology"), and a limitation stated as a gap: the cases

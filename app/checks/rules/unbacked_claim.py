@@ -46,7 +46,16 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     A subject no changed function names whole stands for the GPU code its most specific
     word names ("basic matmul" is `matmul`). The fallbacks and stubs held against a
     claim are those on the lines the diff writes: a fallback a changed function already
-    had is the code check's finding, not the new work's.
+    had is the code check's finding, not the new work's. A helper of a GPU op that
+    launches nothing itself and moves no data (a guard, a launch plan) has its op's
+    evidence: a method of a GPU type another of whose methods in the file launches, or
+    a function a GPU launcher calls. A test reaches the impl of a trait method only for
+    the types the code it reaches builds (`backend.add_f32(..)` after `BackendA::new()`
+    does not run `BackendB`'s; every impl when it builds none of them), and never an
+    impl placed in another backend than the one it names (its file, name, devices,
+    calls and messages). A claim is not about the host twin of its op (`im2col_cpu`),
+    and "move sync rule to gpu" of a diff under a `gpu/` folder moves code between
+    crates.
 
     ## Why is this bad?
     Spec Step 5: "Never use 'implemented', 'added GPU support', 'GPU-accelerated',
