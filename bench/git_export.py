@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 EXPORT_SUFFIXES = (".rs", ".toml", ".ptx", ".cu", ".cuh", ".wgsl", ".metal")
@@ -15,11 +16,7 @@ class ExportError(Exception):
 
 
 def present_suffixes(git_dir: Path, commit: str) -> set[str]:
-    command = ["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", commit]
-    listing = subprocess.run(command, capture_output=True, text=True)
-    if listing.returncode != 0:
-        raise ExportError(f"git ls-tree {commit} failed: {listing.stderr.strip()[:400]}")
-    names = listing.stdout.splitlines()
+    names = _blobs(git_dir, commit)
     return {suffix for suffix in EXPORT_SUFFIXES if any(n.endswith(suffix) for n in names)}
 
 
@@ -27,19 +24,18 @@ def export_sources(git_dir: Path, commit: str, dest: Path, suffixes: set[str]) -
     """Write the commit's files with these suffixes under ``dest``. A mirror may lack
     its largest blobs (a compiled `.ptx` of megabytes): those files are left out, and
     said so on stderr."""
-    specs = [f":(glob)**/*{suffix}" for suffix in EXPORT_SUFFIXES if suffix in suffixes]
-    if not specs:
+    wanted = tuple(suffix for suffix in EXPORT_SUFFIXES if suffix in suffixes)
+    if not wanted:
         return
-    absent = absent_blobs(git_dir, commit, tuple(s for s in EXPORT_SUFFIXES if s in suffixes))
+    absent = absent_blobs(git_dir, commit, wanted)
     if absent:
         print(
             f"note: {commit[:12]}: the mirror lacks {len(absent)} file(s), left out: {', '.join(absent[:5])}",
             file=sys.stderr,
         )
-    excluded = [f":(exclude,literal){path}" for path in absent]
+    specs = [f":(glob)**/*{suffix}" for suffix in wanted] + [f":(exclude,literal){path}" for path in absent]
     archive = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "archive", "--format=tar", commit, "--", *specs, *excluded],
-        capture_output=True,
+        ["git", f"--git-dir={git_dir}", "archive", "--format=tar", commit, "--", *specs], capture_output=True
     )
     if archive.returncode != 0:
         detail = archive.stderr.decode("utf-8", "replace").strip()[:400]
@@ -51,6 +47,19 @@ def export_sources(git_dir: Path, commit: str, dest: Path, suffixes: set[str]) -
 
 def absent_blobs(git_dir: Path, commit: str, suffixes: tuple[str, ...]) -> list[str]:
     """The paths with these suffixes whose blobs the object store does not hold."""
+    blobs = {path: sha for path, sha in _blobs(git_dir, commit).items() if path.endswith(suffixes)}
+    check = subprocess.run(
+        ["git", f"--git-dir={git_dir}", "cat-file", "--batch-check"],
+        input="\n".join(blobs.values()).encode(),
+        capture_output=True,
+    )
+    missing = {line.split(" ")[0] for line in check.stdout.decode().splitlines() if line.endswith(" missing")}
+    return [path for path, sha in blobs.items() if sha in missing]
+
+
+@cache
+def _blobs(git_dir: Path, commit: str) -> dict[str, str]:
+    """The commit's files: path -> blob id (one listing serves both questions asked of it)."""
     listing = subprocess.run(
         ["git", f"--git-dir={git_dir}", "ls-tree", "-r", "-z", commit], capture_output=True
     )
@@ -59,12 +68,6 @@ def absent_blobs(git_dir: Path, commit: str, suffixes: tuple[str, ...]) -> list[
     blobs: dict[str, str] = {}
     for entry in listing.stdout.decode("utf-8", "replace").split("\0"):
         meta, _, path = entry.partition("\t")
-        if meta.split(" ")[1:2] == ["blob"] and path.endswith(suffixes):
+        if meta.split(" ")[1:2] == ["blob"]:
             blobs[path] = meta.split(" ")[2]
-    check = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "cat-file", "--batch-check"],
-        input="\n".join(blobs.values()).encode(),
-        capture_output=True,
-    )
-    missing = {line.split(" ")[0] for line in check.stdout.decode().splitlines() if line.endswith(" missing")}
-    return [path for path, sha in blobs.items() if sha in missing]
+    return blobs

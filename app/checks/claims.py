@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from app.checks.engine import HOST_DETOUR_RULES
 from app.checks.enumerations import enumerated_subjects
+from app.checks.gpu_code import backends_named
 from app.checks.gpu_tests import fails_without_a_gpu, gpu_test_reach, tests_reaching
 from app.checks.model import Finding
 from app.checks.prose import (
@@ -560,10 +561,8 @@ def _evidence_of_its_op(ws: Workspace, item: IndexedFunction) -> bool:
     itself is an op of its own, and answers for its own launch."""
     if not item.is_gpu_code or any(s.kind in _DATA_WORK for s in item.fn.signals):
         return False
-    siblings = item.fn.impl_type and any(
-        f.evidence and f.path == item.path and f.fn.impl_type == item.fn.impl_type for f in ws.functions
-    )
-    return bool(siblings) or any(
+    siblings = (ws.functions[i] for i in ws.methods_of(item.fn.impl_type)) if item.fn.impl_type else ()
+    return any(f.evidence and f.path == item.path for f in siblings) or any(
         c.evidence and c.is_gpu_code and not c.support_code for c in ws.callers_of(item, within=1)
     )
 
@@ -654,19 +653,15 @@ def _module_of(path: str) -> str:
 def _of_the_backend(text: str, functions: list[IndexedFunction]) -> list[IndexedFunction]:
     """The functions of the backends a claim names ("Rope cuda bindings" is not about
     `call_rope_i` in the metal kernels crate); all of them when it names none."""
-    named = _backends_in(text)
+    named = backends_named(text)
     if not named:
         return functions
     return [f for f in functions if not (found := _backends_of(f)) or found & named]
 
 
-def _backends_in(text: str) -> set[str]:
-    return {m.group().lower() for m in _BACKEND_NAME.finditer(text)}
-
-
-def _backends_of(function: IndexedFunction) -> set[str]:
+def _backends_of(function: IndexedFunction) -> frozenset[str]:
     """The backends a function's file or name says it belongs to."""
-    return _backends_in(f"{function.path} {function.fn.qualname}")
+    return backends_named(f"{function.path} {function.fn.qualname}")
 
 
 def _topic_functions(
@@ -679,7 +674,7 @@ def _topic_functions(
     """What a title's topic stands for: the functions it names, when they are of the
     backend it names (or it names none); else the diff's GPU code of that backend, when
     the title speaks of it; else what it names."""
-    if named and (_saying_backend(claim.text, named) or not _backends_in(claim.text)):
+    if named and (_saying_backend(claim.text, named) or not backends_named(claim.text)):
         return named
     return _spoken_of(subject, _gpu_work(claim.text, candidates, findings)) or named
 
@@ -726,7 +721,7 @@ def _names_the_op(item: IndexedFunction, run: list[str]) -> bool:
 
 def _saying_backend(text: str, functions: list[IndexedFunction]) -> list[IndexedFunction]:
     """The functions whose file or name says a backend the text names."""
-    named = _backends_in(text)
+    named = backends_named(text)
     return [f for f in functions if named & _backends_of(f)]
 
 

@@ -26,6 +26,23 @@ GPU_NAME = re.compile(rf"(?:^|_)(?:{_GPU_NAME_WORDS})(?:_|$|\d)|^launch_", re.I)
 GPU_TYPE_NAME = re.compile(rf"(?:{_GPU_WORDS})", re.I)
 # A path segment (or a `-`/`_`-separated part of one) that names a GPU backend.
 _BACKEND_PATH_WORDS = r"gpu|cuda|wgpu|metal|mps|xpu|rocm|vulkan|cudnn|cublas|opencl"
+# The GPU backends, by family, as files, names and prose spell them: `ferrotorch-mps/`
+# is Metal's, `init_cuda_backend` CUDA's. A library of one ("via cuBLAS") is the means
+# of the work, not the backend a claim names.
+_BACKEND_FAMILIES = {
+    "cuda": "cuda",
+    "metal": "metal", "mps": "metal", "mtl": "metal",
+    "wgpu": "wgpu", "webgpu": "wgpu", "vulkan": "wgpu", "spirv": "wgpu",
+    "rocm": "rocm", "hip": "rocm", "opencl": "opencl", "ocl": "opencl",
+}  # fmt: skip
+_BACKEND_FAMILY_WORD = re.compile(rf"(?<![a-z])({'|'.join(_BACKEND_FAMILIES)})(?![a-z])", re.I)
+
+
+def backends_named(text: str) -> frozenset[str]:
+    """The backend families a text names (`cuda`, `metal`, `wgpu`, `rocm`, `opencl`)."""
+    return frozenset(_BACKEND_FAMILIES[m.group(1).lower()] for m in _BACKEND_FAMILY_WORD.finditer(text))
+
+
 # A kernel's file is GPU code unless it says it is the host's (dfdx's `div/cpu_kernel.rs`).
 GPU_PATH = re.compile(
     rf"(?:^|[/_-])(?:{_BACKEND_PATH_WORDS}|cubecl|(?<!cpu[_/])(?<!host[_/])kernels?)(?:$|[/_.-])", re.I

@@ -173,20 +173,6 @@ def _reach_origins(ws: Workspace) -> dict[int, IndexedFunction]:
     return reach
 
 
-# The GPU backends a path or a device names, by family: a CUDA test runs no Metal code.
-_BACKEND_FAMILIES = {
-    "cuda": "cuda", "cudnn": "cuda", "cublas": "cuda", "nvrtc": "cuda", "ptx": "cuda",
-    "metal": "metal", "mps": "metal", "mtl": "metal",
-    "wgpu": "wgpu", "webgpu": "wgpu", "vulkan": "wgpu", "spirv": "wgpu",
-    "rocm": "rocm", "hip": "rocm", "opencl": "opencl", "ocl": "opencl",
-}  # fmt: skip
-_BACKEND_WORD = re.compile(rf"(?<![a-z])({'|'.join(_BACKEND_FAMILIES)})(?![a-z])", re.I)
-
-
-def _backends_named(text: str) -> frozenset[str]:
-    return frozenset(_BACKEND_FAMILIES[m.group(1).lower()] for m in _BACKEND_WORD.finditer(text))
-
-
 def _test_backends(test: IndexedFunction, ws: Workspace) -> frozenset[str]:
     """The backends a GPU test runs on, by its file and name, the devices it builds, the
     functions it and its helpers call (`init_cuda_backend()`) and their messages
@@ -196,7 +182,7 @@ def _test_backends(test: IndexedFunction, ws: Workspace) -> frozenset[str]:
         said += (s.text for s in item.fn.signals if s.kind in ("gpu_device", "gpu_acquire"))
         said += (f"{c.qualifier} {c.name}" for c in item.fn.calls)
         said += (lit.text for lit in item.fn.literals)  # `.expect("CUDA device 0")`
-    return _backends_named(" ".join(said))
+    return gpu_code.backends_named(" ".join(said))
 
 
 def _of_another_backend(backends: frozenset[str]) -> Callable[[IndexedFunction], bool] | None:
@@ -205,7 +191,7 @@ def _of_another_backend(backends: frozenset[str]) -> Callable[[IndexedFunction],
     walk reaches them only through a trait method every backend implements."""
     if not backends:
         return None
-    return lambda item: bool(placed := _backends_named(item.path)) and placed.isdisjoint(backends)
+    return lambda item: bool(placed := gpu_code.backends_named(item.path)) and placed.isdisjoint(backends)
 
 
 def tests_reaching(

@@ -262,7 +262,7 @@ class Workspace:
     def _traits_of(self, type_name: str) -> set[str]:
         traits = self._traits.get(type_name)
         if traits is None:
-            traits = {self.functions[i].fn.trait for i in self._methods_of(type_name)} - {""}
+            traits = {self.functions[i].fn.trait for i in self.methods_of(type_name)} - {""}
             self._traits[type_name] = traits
         return traits
 
@@ -427,7 +427,7 @@ class Workspace:
                     continue
                 visited_keys.add(visited)
                 targets = self._targets(key, item)
-                if key[0] == "g" or (key[0] == "t" and not targets and not self._methods_of(key[1])):
+                if key[0] == "g" or (key[0] == "t" and not targets and not self.methods_of(key[1])):
                     # Generic code reaches the trait impls of every type it may be
                     # instantiated with; so does a call on a type the workspace gives
                     # no method of (`TestBackend::int_random`: an alias of a backend).
@@ -465,7 +465,7 @@ class Workspace:
     def _methods_built(self, type_name: str, builder: IndexedFunction) -> list[int]:
         """The methods of the type a function builds a value of: those of its own file
         when the file has some (candle's CPU and CUDA backends each have an `IndexAdd`)."""
-        methods = self._methods_of(type_name)
+        methods = self.methods_of(type_name)
         return [i for i in methods if self.functions[i].path == builder.path] or methods
 
     def gpu_types_named(self, item: IndexedFunction) -> tuple[str, ...]:
@@ -482,7 +482,7 @@ class Workspace:
             self._named_types[id(item)] = found
         return found
 
-    def _methods_of(self, type_name: str) -> list[int]:
+    def methods_of(self, type_name: str) -> list[int]:
         if self._by_type is None:
             self._by_type = {}
             for index, item in enumerate(self.functions):
