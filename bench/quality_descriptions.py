@@ -13,7 +13,8 @@ kinds of case:
   ``heldout15_juice``; huggingface/text-embeddings-inference for
   ``heldout16_tei``; coreylowman/cudarc for ``heldout17_cudarc``;
   filecoin-project/bellperson for ``heldout18_bellperson``; sonos/tract for
-  ``heldout19_tract``; a file the mirror lacks, such as a large compiled ``.ptx``, is
+  ``heldout19_tract``; cryscan/web-rwkv and linebender/vello for ``heldout20_*``; a
+  file the mirror lacks, such as a large compiled ``.ptx``, is
   left out of the case's tree with a note on stderr). The
   description is the commit message (read from the git dir at run time, never stored
   in this repository; a GitHub merge commit's body is the pull request's title) and
