@@ -166,3 +166,16 @@ def test_a_test_macro_over_a_function_generates_the_tests_it_names() -> None:
     assert [
         (c.subject, c.backed) for c in run_review(files, body="Implemented scale on the GPU.").claims
     ] == [("scale", True)]
+
+
+@pytest.mark.parametrize("failure", ["GPU panic", "GPU crashes", "CUDA panics"])
+def test_fixing_a_gpu_panic_of_listed_ops_claims_each_op(failure: str) -> None:
+    # "Fix X GPU panic" says X now works on the GPU, as "Fix X GPU crashes" does.
+    assert claimed(f"Core:\n- Fix in-place ops (scale, shift, roll) {failure}\n") == {
+        "scale": True,
+        "shift": False,
+    }
+
+
+def test_a_panic_of_the_host_is_no_gpu_work() -> None:
+    assert claimed("Core:\n- Fix scale, shift and roll panics on empty input\n") == {}

@@ -1756,3 +1756,104 @@ def test_an_unverifiable_claim_needs_a_gap_report() -> None:
     reported = "Implemented softmax on the GPU. It does not work yet: next step is the kernel (#12)."
     found = run_review({"src/lib.rs": KERNEL}, body=reported).description
     assert [f.rule for f in found] == ["unbacked-claim"]
+
+
+# A wgpu library whose test helper hands the driver's failure to the test (web-rwkv's
+# `create_context()?`): such a test fails on a machine with no GPU, as a GPU test should.
+_WGPU_CONTEXT = """
+pub struct Instance;
+impl Instance {
+    pub fn new() -> Self { Instance }
+    pub async fn adapter(&self) -> Result<Adapter, ContextError> {
+        self.inner.request_adapter(&RequestAdapterOptions::default()).await.ok_or(ContextError::NoAdapter)
+    }
+}
+pub struct ContextBuilder { adapter: Adapter }
+impl ContextBuilder {
+    pub async fn connect(self) -> Result<Context, ContextError> {
+        let (device, queue) = self.adapter.request_device(&Default::default(), None).await.map_err(|_| ContextError::NoDevice)?;
+        Ok(Context { device, queue })
+    }
+}
+"""
+_WGPU_SOFTMAX = """
+pub fn softmax(context: &Context, x: &TensorGpu) -> Result<(), TensorError> {
+    let pipeline = context.device.create_compute_pipeline(&descriptor("softmax"));
+    let mut pass = context.encoder().begin_compute_pass(&Default::default());
+    pass.set_pipeline(&pipeline);
+    pass.dispatch_workgroups(x.len() as u32 / 128, 1, 1);
+    Ok(())
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    fn create_context() -> Result<Context, anyhow::Error> {
+        let adapter = pollster::block_on(async {
+            let instance = Instance::new();
+            instance.adapter().await
+        })?;
+        Ok(pollster::block_on(ContextBuilder { adapter }.connect())?)
+    }
+    #[test]
+    fn test_softmax() -> Result<(), anyhow::Error> {
+        CREATE
+        softmax(&context, &context.zeros(1024))?;
+        Ok(())
+    }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("create", "backed"),
+    [
+        ("let context = create_context()?;", True),
+        ('let context = create_context().expect("a GPU");', True),
+        # Returning early without a GPU: the test passes on any machine (spec Step 2 #9).
+        ("let context = match create_context() { Ok(c) => c, Err(_) => return Ok(()) };", False),
+        ("let Ok(context) = create_context() else { return Ok(()) };", False),
+    ],
+)
+def test_a_test_passing_on_the_drivers_failure_is_a_gpu_test(create: str, backed: bool) -> None:
+    files = {
+        "src/context.rs": _WGPU_CONTEXT,
+        "src/ops.rs": _WGPU_SOFTMAX.replace("CREATE", create),
+        # Another `create_context` of the crate: the test's plain call is its own module's.
+        "examples/chat.rs": "fn create_context() -> Result<Context, Error> { Ok(Context::default()) }",
+    }
+    found = run_review(files, body="", title="Use a shader for softmax.")
+    assert [(c.subject, c.backed) for c in found.claims] == [("softmax", backed)]
+    if backed:  # the hostile reviewer says how the test fails without a GPU
+        (answers,) = found.answers
+        assert answers.without_gpu.startswith("no: it calls `create_context` (src/ops.rs:")
+
+
+_WGPU_UNTESTED = {
+    "src/context.rs": _WGPU_CONTEXT,
+    "src/ops.rs": _WGPU_SOFTMAX.replace("CREATE", "let context = 1;"),
+}
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        ("Add int8 matmul shader.", [("int8 matmul", False)]),  # names nothing the diff changes
+        ("Add softmax shader (untested)", [("softmax", False)]),
+    ],
+)
+def test_a_shader_is_gpu_code_like_a_kernel(title: str, expected: list[tuple[str, bool]]) -> None:
+    found = run_review(_WGPU_UNTESTED, body="", title=title)
+    assert [(c.subject, c.backed) for c in found.claims] == expected
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "Migrate to BufferUsage",  # onto a new API
+        "[shaders] More graceful error handling",
+        "Add cuda error msg",
+        "ack api changes in cuda",
+    ],
+)
+def test_a_title_about_the_plumbing_of_gpu_code_claims_nothing(title: str) -> None:
+    assert run_review(_WGPU_UNTESTED, body="", title=title).claims == []

@@ -35,7 +35,7 @@ _TARGET = r"(?:the\s+)?`?(?:gpu|gpus|cuda|device|wgpu|cubecl|metal|vulkan|rocm|o
 _BACKENDS = "cuda|metal|wgpu|webgpu|cubecl|vulkan|rocm|opencl"  # the names of GPU backends
 _BACKEND = rf"(?:gpu|ptx|{_BACKENDS})"  # the word that names a GPU backend
 # What an implementation of an op for a backend is called.
-_IMPLEMENTATION = r"(?:implementation|kernels?|support|bindings?|version|variant)"
+_IMPLEMENTATION = r"(?:implementation|kernels?|shaders?|support|bindings?|version|variant)"
 _X = r"(?P<x>(?:[\w<>\-/+.,()' ]|::|(?<=_)\*){2,80}?)"  # `::` joins a path (Tensor::amin), one `:` ends
 # A name of up to four words, all a title says before "implementation for cuda".
 _NAME_X = r"(?P<x>(?:[\w<>\-/.()']|::|(?<=_)\*)+(?:\s+(?:[\w<>\-/.()']|::|(?<=_)\*)+){0,3})"
@@ -101,7 +101,7 @@ SOFT_CLAIM_PATTERNS = tuple(
         rf"{_PREFIX}(?P<done>{_DONE}\s+)?{_X}\s+{_BACKEND}\s+(?:forward\s+|backward\s+)?"
         rf"(?:kernel|path|bindings?|implementation|variant)s?\b",
         # "Add the where kernels.": in a GPU project a kernel is GPU code (kept when it resolves)
-        rf"{_PREFIX}{_DONE}\s+(?:the\s+|a\s+|an\s+)?(?:missing\s+|new\s+)?{_X}\s+kernels?\b(?!\s+(?:on|for)\s+(?:the\s+)?(?:cpu|host))",
+        rf"{_PREFIX}{_DONE}\s+(?:the\s+|a\s+|an\s+)?(?:missing\s+|new\s+)?{_X}\s+(?:kernel|shader)s?\b(?!\s+(?:on|for)\s+(?:the\s+)?(?:cpu|host))",
         rf"(?:\b|\()(?:{_RESIDENT_ADJ})\)?\s+(?:[\w-]+\s+){{0,2}}?(?:paths?|kernels?|implementations?|versions?)"
         rf"\s+(?:for|of)\s+{_X}{_END}",
         rf"^\w+\((?P<scope>[\w-]+)\):\s*(?:{_RESIDENT_ADJ}|gpu|cuda)\s+(?:fast\s+)?(?:paths?|kernels?|support)\b",
@@ -119,7 +119,7 @@ _LIST_HEAD = re.compile(
 # A line that introduces a list of new kernels in other words ("Five more hand-written
 # PTX kernels for the bf16 forward:"): each item that starts with a function's name
 # claims that function.
-_KERNEL_LIST_HEAD = re.compile(r"^.{0,160}\b(?:kernels?|primitives)\b.{0,160}:\s*$", re.I)
+_KERNEL_LIST_HEAD = re.compile(r"^.{0,160}\b(?:kernels?|shaders?|primitives)\b.{0,160}:\s*$", re.I)
 # A counted collective that introduces a list ("7 optimizers auto-routed:", "Foreach
 # auto-route (7 optimizers, ~35 LoC each):"): the names listed are its members, each
 # one claimed by the description's GPU claim about the collective.
@@ -169,7 +169,7 @@ _TEST_NAME = re.compile(r"test|_matches_|_reference\b|\bci\b|\bjobs?\b|workflow|
 # Words around the subject that are not part of its name.
 _SUBJECT_NOISE = re.compile(
     r"\([^)]*\)|<[^>]*>|\b(?:the|a|an|fused|native|new|all|both|full|fully|its|our|existing|"
-    r"kernels?|ops?|paths?|support|implementation|version|forward|dispatch|now|too|also"
+    r"kernels?|shaders?|ops?|paths?|support|implementation|version|forward|dispatch|now|too|also"
     rf"|unblocks?|extends?|extended|impls?|{_BACKENDS})\b|'s\b|\b\d-?D\b",
     re.I,
 )
@@ -185,7 +185,8 @@ _BACKEND_WORD = re.compile(rf"\b(?:gpu|{_BACKENDS}|hip|spirv|cudnn|cublas\w*|ptx
 _UPKEEP = re.compile(
     r"^(?:\w+/)*(?:tests?|ci|docs?)(?:/\w+)*:|^\w+\((?:tests?|ci|docs?|bench\w*)\):"
     r"|^(?:\[[^\]]*\]\s*)?(?:(?:refactor|chore|test|tests|ci|style|build|revert)\b"
-    r"|(?:update|upgrade|bump|merge|release|mov(?:e|es|ed|ing)|split|cleanup|clean up|format|pin)\b)"
+    r"|(?:update|upgrade|bump|merge|release|mov(?:e|es|ed|ing)|split|cleanup|clean up|format|pin)\b"
+    r"|migrat\w*\s+to\b)"  # "Migrate to BufferUsage": onto a new API, nothing moved to the GPU
     r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lint"
     r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|examples?|ci|logging|warnings?|macros?"
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*)\b",
@@ -193,7 +194,7 @@ _UPKEEP = re.compile(
 )
 # A title that names a backend or a kernel puts its work on the GPU ("rope kernel",
 # "Metal training works"): it is a claim even when none of its words names a function.
-_ON_THE_GPU = re.compile(rf"{_BACKEND_WORD.pattern}|\bkernels?\b", re.I)
+_ON_THE_GPU = re.compile(rf"{_BACKEND_WORD.pattern}|\b(?:kernel|shader)s?\b", re.I)
 # "Feat/wgpu/conv", "[Metal]", "feat(cuda):": the label of a title, not its subject.
 _BRANCH_PREFIX = re.compile(r"^\s*(?:\w+/)*\w+(?:\([^)]*\))?:|^\s*(?:\w+/)+|^\s*\[[^\]]*\]")
 # The words of a title that are not its topic: verbs of change, backend names, fillers.
@@ -202,15 +203,17 @@ _TOPIC_NOISE = re.compile(
     r"|enabl(?:e[sd]?|ing)|implement\w*|feat|perf|mak(?:e|es|ing)|allow\w*|us(?:e[sd]?|ing)"
     r"|faster|better|new|initial|first|draft|more|some|small"
     rf"|the|a|an|for|on|in|to|of|with|and|from|via|gpu|{_BACKENDS}|hip|spirv"
-    r"|backends?|kernels?|ops?|operations?|operators?|nodes?|paths?|tests?)\b|\(#\d+\)",
+    r"|backends?|kernels?|shaders?|ops?|operations?|operators?|nodes?|paths?|tests?)\b|\(#\d+\)",
     re.I,
 )
-# "the cuda panic", "compute cap from env", "workspace setting", "cubecl macro", "cuda
-# structure", "partial ContextProperties struct": a subject whose head noun is the
-# plumbing around GPU code (its messages, settings, names, macros, types, scaffolding),
-# not GPU work.
+# "the cuda panic", "cudnn error msg", "ack api changes in metal", "compute cap from
+# env", "workspace setting", "cubecl macro", "cuda structure", "partial
+# ContextProperties struct": a subject whose head noun is the plumbing around GPU code
+# (its messages, errors, interfaces, settings, names, macros, types, scaffolding), not
+# GPU work.
 _PLUMBING_HEAD = re.compile(
-    r"\b(?:panics?|messages?|env|environment|settings?|config(?:s|uration)?|names?|checks?|macros?|flags?"
+    r"\b(?:panics?|messages?|msgs?|errors?|apis?|api\s+changes|env|environment|settings?|config(?:s|uration)?"
+    r"|names?|checks?|macros?|flags?"
     r"|structure|structs?|enums?|scaffold\w*|skeleton|boilerplate)\W*$",
     re.I,
 )

@@ -8,12 +8,14 @@ from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 
 from app.checks import gpu_code
-from app.checks.workspace import IndexedFunction, Workspace, crate_of
+from app.checks.model import Call
+from app.checks.workspace import IndexedFunction, Workspace, crate_of, definition_keys
 
 _CPU_TEST_NAME = re.compile(r"(?:^|_)(?:cpu|host)(?:_|$)", re.I)
 _REACH: weakref.WeakKeyDictionary[Workspace, dict[int, IndexedFunction]] = weakref.WeakKeyDictionary()
 _INSTANTIATED: weakref.WeakKeyDictionary[Workspace, frozenset[str]] = weakref.WeakKeyDictionary()
 _ACQUIRING: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
+_FAILING: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
 _TEST_REACH: weakref.WeakKeyDictionary[Workspace, dict[int, set[int]]] = weakref.WeakKeyDictionary()
 # Tests whose own reach is computed to name the ones exercising an op: the nearest
 # callers are checked first, so a few dozen find them without a walk per test of the
@@ -22,6 +24,11 @@ _MAX_TESTS_CHECKED = 24
 _FAILS = re.compile(rb"\.expect\(|\.unwrap\(\)|\?")  # a failure that ends the test
 _PANICS = re.compile(rb"\.\s*(?:expect|unwrap)\s*\(")
 _ACQUIRE_DEPTH = 6  # calls between a test and the driver call it reaches
+# A statement that hands a failure on (`create_context()?`, `.expect("no GPU")`), or one
+# that deals with it there (`match create_context() { Err(_) => return Ok(()), .. }`).
+_FAILURE_PASSED_ON = re.compile(rb"\?|\.\s*(?:unwrap|expect)\s*\(")
+_FAILURE_HANDLED_BEFORE = re.compile(rb"\bmatch\b|\bif\s+let\b|\bwhile\s+let\b")
+_FAILURE_HANDLED_AFTER = re.compile(rb"\.\s*(?:ok|is_ok|is_err|unwrap_or\w*|or_else|map_or\w*)\s*\(")
 _TEMPLATE_ATTR = re.compile(r"\btestgen\s*\(")  # `#[burn_tensor_testgen::testgen(add)]` on the module
 
 
@@ -40,6 +47,7 @@ def is_gpu_test(item: IndexedFunction, ws: Workspace) -> bool:
     builds_device = (
         _builds_device(item, ws)
         or id(item) in _acquiring(ws)
+        or id(item) in _failing_without_a_gpu(ws)
         or any(_builds_device(helper, ws) for helper in _test_helpers(item, ws))
     )
     if _CPU_TEST_NAME.search(fn.name) and not (builds_device or gpu_code.GPU_NAME.search(fn.name)):
@@ -64,6 +72,13 @@ def fails_without_a_gpu(test: IndexedFunction, ws: Workspace) -> str:
             if _panics_without_a_gpu(acquirer):
                 where = f"`{acquirer.fn.qualname}` ({acquirer.path}:{acquirer.fn.fn_line})"
                 return f"it reaches {where}, which acquires a GPU and panics when there is none"
+    failing = _failing_without_a_gpu(ws)
+    if id(test) in failing:
+        for call in test.fn.calls:
+            callee = _the_one_reached(call, ws.resolve(call, test), test)
+            if callee is not None and id(callee) in failing:
+                where = f"`{callee.fn.qualname}` ({callee.path}:{callee.fn.fn_line})"
+                return f"it calls {where}, which acquires a GPU, and fails with its error when there is none"
     return ""
 
 
@@ -112,6 +127,72 @@ def _panics_without_a_gpu(item: IndexedFunction) -> bool:
             if _PANICS.search(text, signal.offset, len(text) if end < 0 else end):
                 return True
     return False
+
+
+def _failing_without_a_gpu(ws: Workspace) -> set[int]:
+    """``id()`` of the functions that acquire a GPU and hand the failure back
+    (`instance.request_adapter(..).await.ok_or(..)`), and of those that call one and pass
+    its failure on (web-rwkv's test helper `create_context()?`): a test among them fails
+    on a machine with no GPU, as a GPU test should. One that deals with the failure
+    itself (falls back, or returns early: a disabled test, spec Step 2 #9) breaks the
+    chain. Only calls that resolve to the one function count: a name that several
+    crates define (`rand`) says nothing of which one a test reaches."""
+    found = _FAILING.get(ws)
+    if found is not None:
+        return found
+    frontier = [f for f in ws.functions if any(s.kind == "gpu_acquire" for s in f.fn.signals)]
+    found = {id(f) for f in frontier}
+    for _ in range(_ACQUIRE_DEPTH):
+        next_frontier: list[IndexedFunction] = []
+        for current in frontier:
+            for caller in _callers_passing_on_failure(ws, current):
+                if id(caller) not in found:
+                    found.add(id(caller))
+                    next_frontier.append(caller)
+        frontier = next_frontier
+    _FAILING[ws] = found
+    return found
+
+
+def _callers_passing_on_failure(ws: Workspace, callee: IndexedFunction) -> Iterator[IndexedFunction]:
+    if gpu_code.is_test(callee.fn):
+        return
+    for key in definition_keys(callee.fn):
+        for index in ws.callers.get(key, ()):
+            caller = ws.functions[index]
+            if any(
+                call.name == callee.fn.name
+                and _passes_on_failure(caller.fn.text, call.offset, caller.fn.ret)
+                and _the_one_reached(call, ws.resolve(call, caller), caller) is callee
+                for call in caller.fn.calls
+            ):
+                yield caller
+
+
+def _the_one_reached(
+    call: Call, targets: list[IndexedFunction], caller: IndexedFunction
+) -> IndexedFunction | None:
+    """The function a call reaches when that is known: its only target, or for a plain
+    `create_context()` the one of the caller's own file (Rust's scope: the helper of
+    its module; `ops::layer_norm(..)` names another)."""
+    if len(targets) > 1 and not call.is_method and not call.qualifier:
+        targets = [target for target in targets if target.path == caller.path]
+    return targets[0] if len(targets) == 1 else None
+
+
+def _passes_on_failure(text: bytes, offset: int, returns: str) -> bool:
+    """The statement of the call at ``offset`` hands its failure on: `?`, `unwrap`,
+    `expect` after it, or the call is the function's value and the function returns a
+    `Result`."""
+    start = text.rfind(b";", 0, offset) + 1
+    end = text.find(b";", offset)
+    if _FAILURE_HANDLED_BEFORE.search(text, start, offset):
+        return False
+    if end < 0:
+        return "Result" in returns and not _FAILURE_HANDLED_AFTER.search(text, offset)
+    return bool(_FAILURE_PASSED_ON.search(text, offset, end)) and not _FAILURE_HANDLED_AFTER.search(
+        text, offset, end
+    )
 
 
 def _crate_name(crate: str) -> str:

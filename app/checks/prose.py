@@ -90,7 +90,7 @@ def _plain(text: str, keep_code: bool = False) -> str:
 # Words that say a sentence is about GPU work: the backends, their libraries, kernels.
 DEVICE_WORDS = (
     r"gpus?|cuda|ptx|cubecl|wgpu|on-device|device-resident|cublas\w*|cudnn|cusolver|cusparse"
-    r"|cufft|nccl|msl|metal|mps|hip|rocm|vulkan|opencl|wgsl|tensor cores?"
+    r"|cufft|nccl|msl|metal|mps|hip|rocm|vulkan|opencl|wgsl|tensor cores?|shaders?"
 )
 GPU_WORDS = rf"{DEVICE_WORDS}|kernels?"
 GPU_WORD = re.compile(rf"\b(?:{GPU_WORDS})\b|Gpu[A-Z]", re.I)
@@ -123,14 +123,15 @@ NOT_DONE_WORK = re.compile(
     r"|unchanged|untouched|kept|pre-?existing|already|removed?|deleted?|deprecated|revert(?:ed|s)?"
     r"|instead of|rather than|out of scope|skips?|skipped|ignored?|tests?|probes?|benchmarks?"
     r"|renam\w*|refactor\w*|typos?|comments?|docs?|documentation|formatting|clippy|lint"
-    r"|private|helpers?|converters?|accessors?|diagnostics?|rustdoc|signatures?|refined|guards?|unwrap\w*|panics?)\b",
+    r"|private|helpers?|converters?|accessors?|diagnostics?|rustdoc|signatures?|refined|guards?|unwrap\w*"
+    r"|(?<!gpu )(?<!cuda )(?<!metal )panics?)\b",  # "Fix X GPU panic" says X now works on the GPU
     re.I,
 )
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Za-z][a-z]*|\d+")  # an acronym first: FILL, RMSNorm
 STOP_WORDS = frozenset(
     """a an the and or of for to on in into with by from at as is are was were be been it its this
-    that these those now all new op ops operation operations kernel kernels function functions fn
-    path paths support supported gpu gpus cuda device devices implementation implementations
+    that these those now all new op ops operation operations kernel kernels shader shaders function
+    functions fn path paths support supported gpu gpus cuda device devices implementation implementations
     implement implemented version variant variants via using use uses our my their some both each
     forward pass resident native aware accelerated side""".split()
 )

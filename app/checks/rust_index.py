@@ -33,7 +33,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "34"
+EXTRACTOR_VERSION = "35"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -250,6 +250,7 @@ _SIGNAL_SPECS = (
     _spec("CudaRuntime", "gpu_device", r"CudaRuntime\b"),
     # Acquiring a GPU from the driver: a library function doing so runs on a GPU or fails.
     _spec("request_adapter", "gpu_acquire", r"request_adapter\b"),
+    _spec("request_device", "gpu_acquire", r"request_device\s*\(", "dot"),  # wgpu's adapter
     _spec("initialize_adapter", "gpu_acquire", r"initialize_adapter_from_env\w*"),
     _spec("CudaContext", "gpu_acquire", r"CudaContext\s*::\s*new\b"),
     _spec("CudaDevice", "gpu_acquire", r"CudaDevice\s*::\s*new\b"),
