@@ -34,8 +34,9 @@ _DONE = (
 _TARGET = r"(?:the\s+)?`?(?:gpu|gpus|cuda|device|wgpu|cubecl|metal|vulkan|rocm|opencl|accelerator)\b`?"
 _BACKENDS = "cuda|metal|wgpu|webgpu|cubecl|vulkan|rocm|opencl"  # the names of GPU backends
 _BACKEND = rf"(?:gpu|ptx|{_BACKENDS})"  # the word that names a GPU backend
+_KERNEL = r"(?:kernel|shader)s?"  # GPU code by its name: "rope kernel", "int8 matmul shader"
 # What an implementation of an op for a backend is called.
-_IMPLEMENTATION = r"(?:implementation|kernels?|shaders?|support|bindings?|version|variant)"
+_IMPLEMENTATION = rf"(?:implementation|{_KERNEL}|support|bindings?|version|variant)"
 _X = r"(?P<x>(?:[\w<>\-/+.,()' ]|::|(?<=_)\*){2,80}?)"  # `::` joins a path (Tensor::amin), one `:` ends
 # A name of up to four words, all a title says before "implementation for cuda".
 _NAME_X = r"(?P<x>(?:[\w<>\-/.()']|::|(?<=_)\*)+(?:\s+(?:[\w<>\-/.()']|::|(?<=_)\*)+){0,3})"
@@ -101,7 +102,7 @@ SOFT_CLAIM_PATTERNS = tuple(
         rf"{_PREFIX}(?P<done>{_DONE}\s+)?{_X}\s+{_BACKEND}\s+(?:forward\s+|backward\s+)?"
         rf"(?:kernel|path|bindings?|implementation|variant)s?\b",
         # "Add the where kernels.": in a GPU project a kernel is GPU code (kept when it resolves)
-        rf"{_PREFIX}{_DONE}\s+(?:the\s+|a\s+|an\s+)?(?:missing\s+|new\s+)?{_X}\s+(?:kernel|shader)s?\b(?!\s+(?:on|for)\s+(?:the\s+)?(?:cpu|host))",
+        rf"{_PREFIX}{_DONE}\s+(?:the\s+|a\s+|an\s+)?(?:missing\s+|new\s+)?{_X}\s+{_KERNEL}\b(?!\s+(?:on|for)\s+(?:the\s+)?(?:cpu|host))",
         rf"(?:\b|\()(?:{_RESIDENT_ADJ})\)?\s+(?:[\w-]+\s+){{0,2}}?(?:paths?|kernels?|implementations?|versions?)"
         rf"\s+(?:for|of)\s+{_X}{_END}",
         rf"^\w+\((?P<scope>[\w-]+)\):\s*(?:{_RESIDENT_ADJ}|gpu|cuda)\s+(?:fast\s+)?(?:paths?|kernels?|support)\b",
@@ -119,7 +120,7 @@ _LIST_HEAD = re.compile(
 # A line that introduces a list of new kernels in other words ("Five more hand-written
 # PTX kernels for the bf16 forward:"): each item that starts with a function's name
 # claims that function.
-_KERNEL_LIST_HEAD = re.compile(r"^.{0,160}\b(?:kernels?|shaders?|primitives)\b.{0,160}:\s*$", re.I)
+_KERNEL_LIST_HEAD = re.compile(rf"^.{{0,160}}\b(?:{_KERNEL}|primitives)\b.{{0,160}}:\s*$", re.I)
 # A counted collective that introduces a list ("7 optimizers auto-routed:", "Foreach
 # auto-route (7 optimizers, ~35 LoC each):"): the names listed are its members, each
 # one claimed by the description's GPU claim about the collective.
@@ -169,7 +170,7 @@ _TEST_NAME = re.compile(r"test|_matches_|_reference\b|\bci\b|\bjobs?\b|workflow|
 # Words around the subject that are not part of its name.
 _SUBJECT_NOISE = re.compile(
     r"\([^)]*\)|<[^>]*>|\b(?:the|a|an|fused|native|new|all|both|full|fully|its|our|existing|"
-    r"kernels?|shaders?|ops?|paths?|support|implementation|version|forward|dispatch|now|too|also"
+    rf"{_KERNEL}|ops?|paths?|support|implementation|version|forward|dispatch|now|too|also"
     rf"|unblocks?|extends?|extended|impls?|{_BACKENDS})\b|'s\b|\b\d-?D\b",
     re.I,
 )
@@ -194,7 +195,7 @@ _UPKEEP = re.compile(
 )
 # A title that names a backend or a kernel puts its work on the GPU ("rope kernel",
 # "Metal training works"): it is a claim even when none of its words names a function.
-_ON_THE_GPU = re.compile(rf"{_BACKEND_WORD.pattern}|\b(?:kernel|shader)s?\b", re.I)
+_ON_THE_GPU = re.compile(rf"{_BACKEND_WORD.pattern}|\b{_KERNEL}\b", re.I)
 # "Feat/wgpu/conv", "[Metal]", "feat(cuda):": the label of a title, not its subject.
 _BRANCH_PREFIX = re.compile(r"^\s*(?:\w+/)*\w+(?:\([^)]*\))?:|^\s*(?:\w+/)+|^\s*\[[^\]]*\]")
 # The words of a title that are not its topic: verbs of change, backend names, fillers.
@@ -203,7 +204,7 @@ _TOPIC_NOISE = re.compile(
     r"|enabl(?:e[sd]?|ing)|implement\w*|feat|perf|mak(?:e|es|ing)|allow\w*|us(?:e[sd]?|ing)"
     r"|faster|better|new|initial|first|draft|more|some|small"
     rf"|the|a|an|for|on|in|to|of|with|and|from|via|gpu|{_BACKENDS}|hip|spirv"
-    r"|backends?|kernels?|shaders?|ops?|operations?|operators?|nodes?|paths?|tests?)\b|\(#\d+\)",
+    rf"|backends?|{_KERNEL}|ops?|operations?|operators?|nodes?|paths?|tests?)\b|\(#\d+\)",
     re.I,
 )
 # "the cuda panic", "cudnn error msg", "ack api changes in metal", "compute cap from

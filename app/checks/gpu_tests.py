@@ -21,12 +21,12 @@ _TEST_REACH: weakref.WeakKeyDictionary[Workspace, dict[int, set[int]]] = weakref
 # callers are checked first, so a few dozen find them without a walk per test of the
 # workspace (burn instantiates thousands).
 _MAX_TESTS_CHECKED = 24
-_FAILS = re.compile(rb"\.expect\(|\.unwrap\(\)|\?")  # a failure that ends the test
+# A failure that ends the test, or that a statement hands on (`create_context()?`).
+_FAILS = re.compile(rb"\?|\.\s*(?:unwrap|expect)\s*\(")
 _PANICS = re.compile(rb"\.\s*(?:expect|unwrap)\s*\(")
 _ACQUIRE_DEPTH = 6  # calls between a test and the driver call it reaches
-# A statement that hands a failure on (`create_context()?`, `.expect("no GPU")`), or one
-# that deals with it there (`match create_context() { Err(_) => return Ok(()), .. }`).
-_FAILURE_PASSED_ON = re.compile(rb"\?|\.\s*(?:unwrap|expect)\s*\(")
+# A statement that deals with a failure there (`match create_context() { Err(_) =>
+# return Ok(()), .. }`, `.unwrap_or(..)`) instead of handing it on.
 _FAILURE_HANDLED_BEFORE = re.compile(rb"\bmatch\b|\bif\s+let\b|\bwhile\s+let\b")
 _FAILURE_HANDLED_AFTER = re.compile(rb"\.\s*(?:ok|is_ok|is_err|unwrap_or\w*|or_else|map_or\w*)\s*\(")
 _TEMPLATE_ATTR = re.compile(r"\btestgen\s*\(")  # `#[burn_tensor_testgen::testgen(add)]` on the module
@@ -190,9 +190,7 @@ def _passes_on_failure(text: bytes, offset: int, returns: str) -> bool:
         return False
     if end < 0:
         return "Result" in returns and not _FAILURE_HANDLED_AFTER.search(text, offset)
-    return bool(_FAILURE_PASSED_ON.search(text, offset, end)) and not _FAILURE_HANDLED_AFTER.search(
-        text, offset, end
-    )
+    return bool(_FAILS.search(text, offset, end)) and not _FAILURE_HANDLED_AFTER.search(text, offset, end)
 
 
 def _crate_name(crate: str) -> str:
