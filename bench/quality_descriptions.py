@@ -13,7 +13,8 @@ kinds of case:
   ``heldout15_juice``; huggingface/text-embeddings-inference for
   ``heldout16_tei``; coreylowman/cudarc for ``heldout17_cudarc``;
   filecoin-project/bellperson for ``heldout18_bellperson``; sonos/tract for
-  ``heldout19_tract``; cryscan/web-rwkv and linebender/vello for ``heldout20_*``; a
+  ``heldout19_tract``; cryscan/web-rwkv and linebender/vello for ``heldout20_*``;
+  charles-r-earp/autograph for ``heldout21_autograph``; a
   file the mirror lacks, such as a large compiled ``.ptx``, is
   left out of the case's tree with a note on stderr). The
   description is the commit message (read from the git dir at run time, never stored
@@ -371,7 +372,7 @@ STOP = set(
 a an the and or of to in on for with by from at as is are was were be been being it its this that these
 those now new no not yet also just only all any each every both via into onto over under than then there
 here so such can could will would should may might must do does did done has have had we our us you your
-they their them he she his her i my me which who whom what when where why how x
+they their them he she his her i my me which who whom what when why how x
 gpu gpus cuda cudarc device devices resident kernel kernels path paths native natively accelerated
 acceleration accelerate support supported supports implement implemented implementation implements
 port ported porting added adds adding wire wired wiring run runs running ran execute executes
@@ -379,6 +380,7 @@ executed use uses using used fast op ops operation operations ptx cubecl wgpu me
 fully entirely end work works working make made moved move onto aware
 """.split()
 )
+# "where" is no stop word: every labelled subject that says it names the op (`where_`).
 WEAK = {"forward", "backward", "f32", "f64", "f16", "bf16", "dtype", "shape", "step"}
 
 _CAMEL_1 = re.compile(r"([a-z0-9])([A-Z])")
