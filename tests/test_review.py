@@ -1857,3 +1857,41 @@ def test_a_shader_is_gpu_code_like_a_kernel(title: str, expected: list[tuple[str
 )
 def test_a_title_about_the_plumbing_of_gpu_code_claims_nothing(title: str) -> None:
     assert run_review(_WGPU_UNTESTED, body="", title=title).claims == []
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "fix softmax/cuda feature",  # a cargo feature
+        "fix: fix cuda-all image",  # a docker image
+        "add wgpu files",
+        "Make GPU work a span.",  # a tracing span
+        "Replace closure in softmax shader.",  # an edit inside the kernel
+        "Added empty backend to Metal / Vulkan",  # a backend that does nothing
+        "fix metal test softmax usage",  # the tests of a backend
+        "add softmax runtime in test-cuda",
+    ],
+)
+def test_a_title_about_builds_files_tests_or_edits_inside_gpu_code_claims_nothing(title: str) -> None:
+    assert run_review(_WGPU_UNTESTED, body="", title=title).claims == []
+
+
+def test_declaring_a_drivers_functions_is_no_gpu_work() -> None:
+    files = {
+        "src/nccl/sys/mod.rs": "pub unsafe fn ncclAllToAll(send: *const f32, count: usize) -> i32 {\n    lib().ncclAllToAll(send, count)\n}\n"
+    }
+    body = "* nccl: sys bindings for ncclAllToAll\n* bump version"
+    assert run_review(files, body=body, title="nccl: bump bindings to 2.28.3").claims == []
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "Replace the softmax loop with a wgpu shader",  # what replaces it is the claim
+        "Add a softmax shader for the dummy-free path",  # "dummy" names no backend here
+        "Fix softmax shader on wgpu",
+    ],
+)
+def test_a_title_that_puts_an_op_on_the_gpu_still_claims_it(title: str) -> None:
+    (claim,) = run_review(_WGPU_UNTESTED, body="", title=title).claims
+    assert "softmax" in claim.subject and not claim.backed

@@ -146,7 +146,10 @@ _NOT_A_CLAIM = re.compile(
     r"|plan to|will|would|should|could|might|future|follow[- ]?up|scaffolding|stub|stubbed|reference"
     r"|pre-flight|instead of|rather than|removed?|revert(?:ed|s)?|pytorch|torch"
     r"|drop(?:ped|s)?(?!\s+(?:with|in|on|when|under)\b)"  # not "a performance drop with Metal"
-    r"|pre-?existing|already|disabl\w*)\b|\bnext(?:\s+steps?)?\s*:|\btests?\s+(?:for|of|cover\w*)\b",
+    r"|pre-?existing|already|disabl\w*)\b|\bnext(?:\s+steps?)?\s*:|\btests?\s+(?:for|of|cover\w*)\b"
+    # "Added empty backend to Metal": a backend or kernel that does nothing is no GPU work.
+    rf"|\b(?:empty|dummy|placeholder|no-?op|mock|fake)\s+(?:(?:gpu|{_BACKENDS})\s+)?"
+    rf"(?:backends?|devices?|{_KERNEL}|impl\w*)\b",
     re.I,
 )
 _NOT_A_SUBJECT = re.compile(
@@ -182,12 +185,15 @@ _BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|webgpu|vulkan|rocm|ope
 _BACKEND_WORD = re.compile(rf"\b(?:gpu|{_BACKENDS}|hip|spirv|cudnn|cublas\w*|ptx|wgsl|msl|mps)\b", re.I)
 # Upkeep, not GPU work: a title about it makes no claim ("Update cubecl", "Metal commands
 # refactoring", "Split the cuda error file", "ci: fix wgpu-info", "fix/cudnn/test: ..",
-# "fix(tests): ..", "fix cuda docker image").
+# "fix(tests): ..", "fix cuda docker image", "fix metal test silu usage", "add X in
+# test-cuda", "Replace closure in gemm kernel").
 _UPKEEP = re.compile(
     r"^(?:\w+/)*(?:tests?|ci|docs?)(?:/\w+)*:|^\w+\((?:tests?|ci|docs?|bench\w*)\):"
     r"|^(?:\[[^\]]*\]\s*)?(?:(?:refactor|chore|test|tests|ci|style|build|revert)\b"
     r"|(?:update|upgrade|bump|merge|release|mov(?:e|es|ed|ing)|split|cleanup|clean up|format|pin)\b"
-    r"|migrat\w*\s+to\b)"  # "Migrate to BufferUsage": onto a new API, nothing moved to the GPU
+    r"|migrat\w*\s+to\b"  # "Migrate to BufferUsage": onto a new API, nothing moved to the GPU
+    r"|replac\w*\b(?!.*\b(?:with|by)\b))"  # an edit inside code; "replace X with a kernel" claims
+    rf"|\b(?:gpu|{_BACKENDS})\s+tests?\b|\bin\s+test-\w+"  # the tests of a backend
     r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lint"
     r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|examples?|ci|logging|warnings?|macros?"
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*)\b",
@@ -209,12 +215,13 @@ _TOPIC_NOISE = re.compile(
 )
 # "the cuda panic", "cudnn error msg", "ack api changes in metal", "compute cap from
 # env", "workspace setting", "cubecl macro", "cuda structure", "partial
-# ContextProperties struct": a subject whose head noun is the plumbing around GPU code
-# (its messages, errors, interfaces, settings, names, macros, types, scaffolding), not
-# GPU work.
+# ContextProperties struct", "candle-nn/cuda feature", "cuda-all image", "wgpu files",
+# "GPU work a span": a subject whose head noun is the plumbing around GPU code (its
+# messages, errors, interfaces, settings, names, macros, types, scaffolding, cargo
+# features, images, files, trace spans), not GPU work.
 _PLUMBING_HEAD = re.compile(
     r"\b(?:panics?|messages?|msgs?|errors?|apis?|api\s+changes|env|environment|settings?|config(?:s|uration)?"
-    r"|names?|checks?|macros?|flags?"
+    r"|names?|checks?|macros?|flags?|features?|images?|files?|spans?"
     r"|structure|structs?|enums?|scaffold\w*|skeleton|boilerplate)\W*$",
     re.I,
 )

@@ -124,6 +124,7 @@ NOT_DONE_WORK = re.compile(
     r"|instead of|rather than|out of scope|skips?|skipped|ignored?|tests?|probes?|benchmarks?"
     r"|renam\w*|refactor\w*|typos?|comments?|docs?|documentation|formatting|clippy|lint"
     r"|private|helpers?|converters?|accessors?|diagnostics?|rustdoc|signatures?|refined|guards?|unwrap\w*"
+    r"|(?:sys|ffi|raw)\s+bindings?"  # declarations of a driver's functions, no call of them
     r"|(?<!gpu )(?<!cuda )(?<!metal )panics?)\b",  # "Fix X GPU panic" says X now works on the GPU
     re.I,
 )
