@@ -368,6 +368,31 @@ def test_review_body_file_and_bad_revision(tmp_path: Path, capsys: pytest.Captur
     assert "git rev-parse" in capsys.readouterr().err
 
 
+def test_the_code_check_counts_only_the_rust_files_of_the_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(tmp_path, "src/lib.rs", KERNEL)
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "base")
+    write(tmp_path, "README.md", "# docs\n")
+    write(tmp_path, "Cargo.toml", "[package]\nname = 'k'\n")
+    git(tmp_path, "add", ".")  # the working tree against the base, new files included
+    assert main(["review", "--root", str(tmp_path), "--base", "HEAD", "--format", "json"]) == 0
+    (code_check,) = [
+        c for c in json.loads(capsys.readouterr().out)["checks"] if c["name"] == "gpuproof / code"
+    ]
+    assert (code_check["conclusion"], code_check["title"]) == ("neutral", "No Rust code in this change")
+    write(tmp_path, "tests/gpu.rs", GPU_TEST)
+    git(tmp_path, "add", ".")
+    assert main(["review", "--root", str(tmp_path), "--base", "HEAD", "--format", "json"]) == 0
+    (code_check,) = [
+        c for c in json.loads(capsys.readouterr().out)["checks"] if c["name"] == "gpuproof / code"
+    ]
+    assert code_check["conclusion"] == "success"
+    assert "1 changed Rust file(s) checked" in code_check["summary"]
+
+
 @pytest.mark.parametrize(
     ("title", "body", "subjects"),
     [

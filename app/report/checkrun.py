@@ -49,7 +49,9 @@ def code_check(review: Review, link: Linker) -> dict[str, object]:
     findings = review.code.findings
     errors = sum(1 for f in findings if f.severity == Severity.ERROR)
     warnings = len(findings) - errors
-    if not review.touched:
+    # The diff's other files (docs, manifests, kernel sources) are read, not checked.
+    rust_files = [path for path in review.touched if path.endswith(".rs")]
+    if not rust_files:
         conclusion, title = "neutral", "No Rust code in this change"
     elif errors:
         conclusion, title = "failure", f"{errors} error(s), {warnings} warning(s) in the changed code"
@@ -59,8 +61,7 @@ def code_check(review: Review, link: Linker) -> dict[str, object]:
             f"{warnings} warning(s) in the changed code" if warnings else "No findings in the changed code"
         )
     parts = [
-        f"**{title}** — {len(review.touched)} changed Rust file(s) checked against "
-        f"the rust-gpu-discipline rules."
+        f"**{title}** — {len(rust_files)} changed Rust file(s) checked against the rust-gpu-discipline rules."
     ]
     if findings:
         parts.append(_findings_table(findings, link))
