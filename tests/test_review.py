@@ -383,6 +383,7 @@ def test_the_code_check_counts_only_the_rust_files_of_the_change(
         c for c in json.loads(capsys.readouterr().out)["checks"] if c["name"] == "gpuproof / code"
     ]
     assert (code_check["conclusion"], code_check["title"]) == ("neutral", "No Rust code in this change")
+    assert "Rust files only" in code_check["summary"]
     write(tmp_path, "tests/gpu.rs", GPU_TEST)
     git(tmp_path, "add", ".")
     assert main(["review", "--root", str(tmp_path), "--base", "HEAD", "--format", "json"]) == 0

@@ -60,9 +60,12 @@ def code_check(review: Review, link: Linker) -> dict[str, object]:
         title = (
             f"{warnings} warning(s) in the changed code" if warnings else "No findings in the changed code"
         )
-    parts = [
-        f"**{title}** — {len(rust_files)} changed Rust file(s) checked against the rust-gpu-discipline rules."
-    ]
+    checked = (
+        f"{len(rust_files)} changed Rust file(s) checked against the rust-gpu-discipline rules"
+        if rust_files
+        else "the rust-gpu-discipline rules apply to Rust files only"
+    )
+    parts = [f"**{title}** — {checked}."]
     if findings:
         parts.append(_findings_table(findings, link))
         parts.append(_rule_details(findings))
