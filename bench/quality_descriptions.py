@@ -367,6 +367,7 @@ def run_review(cmd: list[str], repo: Path, base: str, head: str, body: Path, tim
 # Matching
 # --------------------------------------------------------------------------
 
+# "where" is no stop word: every labelled subject that says it names the op (`where_`).
 STOP = set(
     """
 a an the and or of to in on for with by from at as is are was were be been being it its this that these
@@ -380,7 +381,6 @@ executed use uses using used fast op ops operation operations ptx cubecl wgpu me
 fully entirely end work works working make made moved move onto aware
 """.split()
 )
-# "where" is no stop word: every labelled subject that says it names the op (`where_`).
 WEAK = {"forward", "backward", "f32", "f64", "f16", "bf16", "dtype", "shape", "step"}
 
 _CAMEL_1 = re.compile(r"([a-z0-9])([A-Z])")
