@@ -14,7 +14,8 @@ kinds of case:
   ``heldout16_tei``; coreylowman/cudarc for ``heldout17_cudarc``;
   filecoin-project/bellperson for ``heldout18_bellperson``; sonos/tract for
   ``heldout19_tract``; cryscan/web-rwkv and linebender/vello for ``heldout20_*``;
-  charles-r-earp/autograph for ``heldout21_autograph``; a
+  charles-r-earp/autograph for ``heldout21_autograph``; lambdaclass/lambdaworks for
+  ``heldout22_lambdaworks``; a
   file the mirror lacks, such as a large compiled ``.ptx``, is
   left out of the case's tree with a note on stderr). The
   description is the commit message (read from the git dir at run time, never stored

@@ -1921,3 +1921,76 @@ def test_declaring_a_drivers_functions_is_no_gpu_work() -> None:
 def test_a_title_that_puts_an_op_on_the_gpu_still_claims_it(title: str) -> None:
     (claim,) = run_review(_WGPU_UNTESTED, body="", title=title).claims
     assert "softmax" in claim.subject and not claim.backed
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Add path filtering to the metal job.",  # a CI job
+        "Added cuda mod and poc",
+        "Added cuda ptx compilation make rule",
+        "Add error handling for CUDA's softmax implementation",
+        "add cuda softmax fuzzer",
+        "feat(math): add Metal GPU profiling benchmarks and profiler",
+        "Add Metal GPU stubs",
+        "Add Metal dependencies (optional)",
+    ],
+)
+def test_a_line_about_tooling_or_plumbing_of_gpu_code_claims_nothing(line: str) -> None:
+    assert run_review(_WGPU_UNTESTED, body=f"* {line}", title="Housekeeping").claims == []
+    if "error handling" not in line:  # a title's topic loses "handling" with the verbs
+        assert run_review(_WGPU_UNTESTED, body="", title=line).claims == []
+
+
+@pytest.mark.parametrize(
+    ("line", "subject"),
+    [
+        ("Added the softmax module for wgpu", "softmax module"),  # a module named by its op
+        ("Add Metal GPU acceleration for softmax", "softmax"),  # not "GPU acceleration"
+        ("add Metal GPU kernel optimizations for softmax", "softmax"),
+    ],
+)
+def test_a_line_that_puts_an_op_on_the_gpu_claims_the_op(line: str, subject: str) -> None:
+    (claim,) = run_review(_WGPU_UNTESTED, body=f"* {line}", title="Housekeeping").claims
+    assert (claim.subject, claim.backed) == (subject, False)
+
+
+def test_a_crates_test_helpers_are_support_code_not_a_cpu_reference_left_for_the_gpu() -> None:
+    helper = "pub fn naive_dft(input: &[u64]) -> Vec<u64> { input.iter().map(|x| x * 2).collect() }\n"
+    for path, gap in (("src/fft/test_helpers.rs", False), ("src/fft/dft.rs", True)):
+        found = run_review({**_WGPU_UNTESTED, path: helper}, body="", title="Housekeeping").description
+        assert ("missing-gap-report" in {f.rule for f in found}) is gap, path
+
+
+_PROPTEST_OF_SOFTMAX = """
+#[cfg(test)]
+mod property_tests {
+    use super::*;
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(8))]
+        #[test]
+        fn softmax_matches_the_host(len in 1usize..4096) {
+            let context = pollster::block_on(ContextBuilder { adapter: pollster::block_on(Instance::new().adapter()).unwrap() }.connect()).unwrap();
+            softmax(&context, &context.zeros(len)).unwrap();
+        }
+    }
+}
+"""
+
+
+def test_the_tests_of_a_proptest_block_are_indexed_and_reach_the_gpu() -> None:
+    facts = extract(_PROPTEST_OF_SOFTMAX.encode())
+    (test,) = facts.functions
+    assert (test.name, test.fn_line, test.attrs, test.modules) == (
+        "softmax_matches_the_host",
+        8,
+        ("#[test]",),
+        ("property_tests",),
+    )
+    assert facts.syntax_errors == []
+    files = {"src/context.rs": _WGPU_CONTEXT, "src/ops.rs": _WGPU_SOFTMAX.split("#[cfg(test)]")[0]}
+    (claim,) = run_review(files, body="", title="Add softmax shader").claims
+    assert not claim.backed
+    files["src/ops.rs"] += _PROPTEST_OF_SOFTMAX
+    (claim,) = run_review(files, body="", title="Add softmax shader").claims
+    assert claim.backed, claim.missing

@@ -31,7 +31,11 @@ _DONE = (
     r"|routes|routed|dispatches|dispatched|wire|wired|wires|add|move|port|enable|bring|build|ship|land"
     r"|introduce|write|route|dispatch|migrate|migrated|migrates|unblocks?|unblocked)"
 )
-_TARGET = r"(?:the\s+)?`?(?:gpu|gpus|cuda|device|wgpu|cubecl|metal|vulkan|rocm|opencl|accelerator)\b`?"
+# "to the metal job" is a CI job, not the GPU as the place of the work.
+_TARGET = (
+    r"(?:the\s+)?`?(?:gpu|gpus|cuda|device|wgpu|cubecl|metal|vulkan|rocm|opencl|accelerator)\b`?"
+    r"(?![\s-]+(?:jobs?|workflows?|ci|runners?)\b)"
+)
 _BACKENDS = "cuda|metal|wgpu|webgpu|cubecl|vulkan|rocm|opencl"  # the names of GPU backends
 _BACKEND = rf"(?:gpu|ptx|{_BACKENDS})"  # the word that names a GPU backend
 _KERNEL = r"(?:kernel|shader)s?"  # GPU code by its name: "rope kernel", "int8 matmul shader"
@@ -53,9 +57,11 @@ _PREFIX = r"^(?:\w+(?:\([\w,\s-]*\))?:\s*)?"  # a conventional-commit "feat(gpu)
 CLAIM_PATTERNS = tuple(
     re.compile(p, re.I)
     for p in (
-        rf"\b{_DONE}\s+(?:a\s+|an\s+|the\s+)?(?:native\s+)?(?:gpu|cuda|cubecl|wgpu|ptx|device)[- ]"
-        rf"(?:side\s+)?(?:support|kernels?|path|implementation|version|backend|forward|backward|port|dispatch)"
-        rf"(?:s|es)?\s+(?:for|of)\s+{_X}{_END}",
+        # "add Metal GPU kernel optimizations for FFT and CFFT"
+        rf"\b{_DONE}\s+(?:a\s+|an\s+|the\s+)?(?:native\s+)?(?:(?:metal|vulkan|opencl|rocm)\s+)?"
+        rf"(?:gpu|cuda|cubecl|wgpu|ptx|device)[- ](?:side\s+)?"
+        rf"(?:support|kernels?|path|implementation|version|backend|forward|backward|port|dispatch)"
+        rf"(?:s|es)?(?:\s+optimi[sz]ations?)?\s+(?:for|of)\s+{_X}{_END}",
         rf"\b{_X}\s+(?:(?:has|have)\s+been\s+|(?:is|are|was|were)\s+)?(?:ported|moved|implemented)\s+(?:over\s+)?"
         rf"(?:on|to|onto|in|into)\s+{_TARGET}",
         rf"\b{_X}\s+(?:is|are)\s+(?:now\s+)?(?:(?:computed|implemented|executed|done|run)\s+(?:by|with|in|as)\s+)?"
@@ -71,7 +77,7 @@ CLAIM_PATTERNS = tuple(
         rf"\s+(?:entirely\s+|fully\s+|natively\s+)?on\s+{_TARGET}",
         rf"\b(?:native\s+|best[- ]effort\s+|proper\s+)?(?:gpu|cuda|cubecl|wgpu|ptx)\s+"
         rf"(?:forward\s+|backward\s+)?"
-        rf"(?:kernels?|path|implementation|support|dispatch)"
+        rf"(?:kernels?|path|implementation|support|dispatch|acceleration)"
         rf"\s+for\s+{_X}{_END}",
         rf"\b(?:gpu|cuda)\s+(?P<dir>forward|backward)\s+for\s+{_X}{_END}",
         rf"\bnative\s+(?:ptx|cuda|gpu)\s+{_X}{_END}",
@@ -156,7 +162,8 @@ _NOT_A_SUBJECT = re.compile(
     r"\s*(?:\d(?!-?d\b)|(?:one|two|three|four|five|six|seven|eight|nine|ten|dozens?)\b|in\b|on\b|for\b|when\b|via\b|to\b|at\b|is\b|are\b|over\b|by\b|with\b|from\b|as\b"
     r"|through\b|into\b|onto\b|more\b|others?\b|every(?:thing)?\b|each\b|major\b|etc\b|this\b|that\b|it\b|result|tensor\b(?!::)|output|input|data\b|end-to-end|next\b|done\b|todo\b|tests?\b"
     r"|changes?\b|summary\b|notes?\b|status\b|rs\b|add(?:s|ed)?\b|implement\w*|port(?:s|ed)?\b|wire\w*|new\b|use[sd]?\b"
-    r"|(?:interfaces?|traits?|apis?|surfaces?)\s*$|\w+ly\s*$)",  # "dispatch interface", "cleanly"
+    r"|(?:interfaces?|traits?|apis?|surfaces?)\s*$|\w+ly\s*$"  # "dispatch interface", "cleanly"
+    r"|(?:(?:gpu|cuda)\s+)?acceleration\s*$)",  # "add Metal GPU acceleration for X" is about X
     re.I,
 )
 _ITEM = r"(?:[\w<>\-/.]|::)+(?:\s*\([^)]*\))?"  # one name, maybe with a parenthetical
@@ -168,8 +175,11 @@ _MORE_ITEMS = re.compile(
 # and the parentheses inside which a separator separates nothing of the clause's.
 _ITEM_SEPARATOR = re.compile(r"\s+\+\s+|,\s+|(?P<paren>[()])")
 _ENDS_WITH_PREPOSITION = re.compile(r"\b(?:as|to|by|via|in|into|onto|of|on|for|with|from)$", re.I)
-# Tests, CI and tooling are not GPU ops ("Add a GPU CI job").
-_TEST_NAME = re.compile(r"test|_matches_|_reference\b|\bci\b|\bjobs?\b|workflow|\brunners?\b|benchmark", re.I)
+# Tests, CI and tooling are not GPU ops ("Add a GPU CI job", "add cuda fft fuzzer").
+_TEST_NAME = re.compile(
+    r"test|_matches_|_reference\b|\bci\b|\bjobs?\b|workflow|\brunners?\b|benchmark|fuzz|profil(?:er|ing)",
+    re.I,
+)
 # Words around the subject that are not part of its name.
 _SUBJECT_NOISE = re.compile(
     r"\([^)]*\)|<[^>]*>|\b(?:the|a|an|fused|native|new|all|both|full|fully|its|our|existing|"
@@ -216,13 +226,17 @@ _TOPIC_NOISE = re.compile(
 # "the cuda panic", "cudnn error msg", "ack api changes in metal", "compute cap from
 # env", "workspace setting", "cubecl macro", "cuda structure", "partial
 # ContextProperties struct", "candle-nn/cuda feature", "cuda-all image", "wgpu files",
-# "GPU work a span": a subject whose head noun is the plumbing around GPU code (its
-# messages, errors, interfaces, settings, names, macros, types, scaffolding, cargo
-# features, images, files, trace spans), not GPU work.
+# "GPU work a span", "cuda mod and poc", "ptx compilation make rule", "error handling",
+# "Metal GPU stubs": a subject whose head noun is the plumbing around GPU code (its
+# messages, errors and their handling, interfaces, settings, names, macros, types,
+# scaffolding, stubs, modules, cargo features and dependencies, build rules, images,
+# files, trace spans), not GPU work.
 _PLUMBING_HEAD = re.compile(
     r"\b(?:panics?|messages?|msgs?|errors?|apis?|api\s+changes|env|environment|settings?|config(?:s|uration)?"
-    r"|names?|checks?|macros?|flags?|features?|images?|files?|spans?"
-    r"|structure|structs?|enums?|scaffold\w*|skeleton|boilerplate)\W*$",
+    r"|names?|checks?|macros?|flags?|features?|images?|files?|spans?|stubs?|fuzz\w*|profil(?:er|ing)|jobs?"
+    r"|(?:make|build|compil\w*)\s+rules?|compilation|(?:error|exception)\s+handling|dependenc\w+|deps"
+    r"|structure|structs?|enums?|scaffold\w*|skeleton|boilerplate)\W*$"
+    r"|^\W*(?:mods?|modules?|pocs?)\W*$",  # "cuda mod and poc"; "attention module" names an op
     re.I,
 )
 _REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
@@ -362,13 +376,21 @@ def title_topic(title: Sentence) -> Claim | None:
     backend = _BACKEND_NAME.search(unlabelled)
     if not subject and backend:
         subject = f"{backend.group()} backend"  # "added cuda support", "Fixing metal backend."
-    if not subject or _PLUMBING_HEAD.search(subject):
+    parts = _topic_parts(unlabelled)  # "cuda mod and poc": each thing it lists is plumbing
+    if not subject or _PLUMBING_HEAD.search(subject) or (parts and all(map(_PLUMBING_HEAD.search, parts))):
         return None
     of_an_op = not _BACKEND_WORD.search(text)
     if of_an_op and _FALLBACK.search(text):
         return None  # "eliminate 3 silent fallbacks in codegen": about fallbacks, not an op
     on_the_gpu = bool(_ON_THE_GPU.search(text))
     return Claim(text, subject, title.line, soft=not on_the_gpu, topic=True, of_an_op=of_an_op)
+
+
+def _topic_parts(title: str) -> list[str]:
+    """The things a title's topic lists ("cuda mod and poc" is two), without the words
+    that are not its topic."""
+    parts = re.split(r"\s*(?:,|/|&|\+|\band\b)\s*", title)
+    return [p for p in (" ".join(_TOPIC_NOISE.sub(" ", part).split()).strip(" .:-+") for part in parts) if p]
 
 
 def _said_of_the_device(text: str) -> bool:

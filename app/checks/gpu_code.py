@@ -83,8 +83,11 @@ TRANSFER_NAME = re.compile(
     re.I,
 )
 # Build scripts and developer tools are not the product either.
+# Developer tools, and the helpers a crate keeps for its tests (`fft/test_helpers.rs`,
+# `test_utils/`) even where no `#[cfg(test)]` gates them.
 _TOOL_PATH = re.compile(
-    r"(?:^|/)(?:build\.rs$|xtask/|tools?/|scripts?/|bindings?[-_]?gen\w*/|\w*bindgen\w*/)"
+    r"(?:^|/)(?:build\.rs$|xtask/|tools?/|scripts?/|bindings?[-_]?gen\w*/|\w*bindgen\w*/"
+    r"|test_?(?:helpers?|utils?|support)(?:\.rs$|/))"
 )
 TEST_ATTR = re.compile(
     r"#\[\s*(?:\w+::)*(?:test|proptest)(?:_case)?\b|#\[\s*rstest\b|#\[\s*cfg_attr\([^)]*\btest\b"

@@ -33,7 +33,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "35"
+EXTRACTOR_VERSION = "36"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -660,6 +660,46 @@ def _spliced_macro_bodies(source: bytes, root: Node) -> tuple[bytes, list[tuple[
     return bytes(spliced), rows
 
 
+# `proptest! { #[test] fn name(x in strategy) { .. } }`: property tests, the usual way a
+# crate tests its kernels against a reference on random inputs. Tree-sitter leaves the
+# block as bare tokens, so the wrapper, inner `#![proptest_config(..)]` attributes and
+# the `x in strategy` parameters are blanked: what is left parses as `#[test]` functions.
+_PROPTEST_QUERY = "(macro_invocation macro: (_) @name (token_tree) @block) @invocation"
+
+
+@cache
+def _proptest_query() -> Query:
+    return Query(_language(), _PROPTEST_QUERY)
+
+
+def _spliced_proptest_blocks(source: bytes, root: Node) -> tuple[bytes, list[tuple[int, int]]] | None:
+    """The source with each item-level `proptest! { .. }` block opened into the test
+    functions it defines (offsets and lines kept), and the line spans opened; None when
+    there is no such block."""
+    spans: list[tuple[int, int]] = []
+    rows: list[tuple[int, int]] = []
+    for _, caps in QueryCursor(_proptest_query()).matches(root):
+        invocation, block = caps["invocation"][0], caps["block"][0]
+        if invocation.parent is None or invocation.parent.type not in ("source_file", "declaration_list"):
+            continue  # inside a function the block's calls are that function's already
+        is_proptest = _text(caps["name"][0]).rsplit("::", 1)[-1] == "proptest"
+        if not is_proptest or not (block.text or b"").startswith(b"{"):
+            continue
+        rows.append((invocation.start_point.row + 1, invocation.end_point.row + 1))
+        spans.append((invocation.start_byte, block.start_byte + 1))
+        spans.append((block.end_byte - 1, invocation.end_byte))
+        tokens = block.children
+        for i, token in enumerate(tokens):
+            if token.type == "#" and i + 2 < len(tokens) and tokens[i + 1].type == "!":
+                spans.append((token.start_byte, tokens[i + 2].end_byte))  # `#![proptest_config(..)]`
+            elif token.type == "fn" and i + 2 < len(tokens) and tokens[i + 2].type == "token_tree":
+                params = tokens[i + 2]
+                spans.append((params.start_byte + 1, params.end_byte - 1))
+    if not rows:
+        return None
+    return _blank(source, spans), rows
+
+
 def _instantiated_test_crates(blank: bytes) -> tuple[str, ...]:
     return tuple(sorted({m.group(1).decode() for m in _TESTGEN_CALL_RE.finditer(blank)}))
 
@@ -668,15 +708,22 @@ def extract(source: bytes) -> FileFacts:
     """All facts of one Rust file. Never raises on bad Rust: tree-sitter recovers."""
     parser = Parser(_language())
     tree = parser.parse(source)
-    spliced_rows: list[tuple[int, int]] = []
-    if b"macro_rules!" in source:
-        splice = _spliced_macro_bodies(source, tree.root_node)
-        if splice is not None:
-            source, spliced_rows = splice
+    # The rows of `macro_rules!` expansions (test templates) and of opened `proptest!`
+    # blocks: their parse errors are the splice's, not the file's.
+    template_rows: list[tuple[int, int]] = []
+    proptest_rows: list[tuple[int, int]] = []
+    for marker, splice, rows in (
+        (b"macro_rules!", _spliced_macro_bodies, template_rows),
+        (b"proptest!", _spliced_proptest_blocks, proptest_rows),
+    ):
+        spliced_source = splice(source, tree.root_node) if marker in source else None
+        if spliced_source is not None:
+            source, spliced_rows = spliced_source
+            rows.extend(spliced_rows)
             tree = parser.parse(source)
 
-    def spliced(row: int) -> bool:
-        return any(first <= row <= last for first, last in spliced_rows)
+    def spliced(row: int, spans: list[tuple[int, int]] = template_rows) -> bool:
+        return any(first <= row <= last for first, last in spans)
 
     matches = QueryCursor(_query()).matches(tree.root_node)
 
@@ -727,7 +774,7 @@ def extract(source: bytes) -> FileFacts:
                 gpu_aliases.append(alias)
         elif "error" in caps:
             row = caps["error"][0].start_point.row + 1
-            if not spliced(row):
+            if not (spliced(row) or spliced(row, proptest_rows)):
                 error_rows.append(row)
 
     # Comment and string contents are blanked so no regex ever matches inside them.
