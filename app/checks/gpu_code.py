@@ -82,9 +82,9 @@ TRANSFER_NAME = re.compile(
     r"|state_dict|checkpoint|to_bytes|from_bytes",
     re.I,
 )
-# Build scripts and developer tools are not the product either.
-# Developer tools, and the helpers a crate keeps for its tests (`fft/test_helpers.rs`,
-# `test_utils/`) even where no `#[cfg(test)]` gates them.
+# Build scripts, developer tools and the helpers a crate keeps for its tests
+# (`fft/test_helpers.rs`, `test_utils/`, gated by `#[cfg(test)]` or not) are not the
+# product either.
 _TOOL_PATH = re.compile(
     r"(?:^|/)(?:build\.rs$|xtask/|tools?/|scripts?/|bindings?[-_]?gen\w*/|\w*bindgen\w*/"
     r"|test_?(?:helpers?|utils?|support)(?:\.rs$|/))"

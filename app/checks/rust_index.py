@@ -700,6 +700,10 @@ def _spliced_proptest_blocks(source: bytes, root: Node) -> tuple[bytes, list[tup
     return _blank(source, spans), rows
 
 
+def _within(row: int, spans: list[tuple[int, int]]) -> bool:
+    return any(first <= row <= last for first, last in spans)
+
+
 def _instantiated_test_crates(blank: bytes) -> tuple[str, ...]:
     return tuple(sorted({m.group(1).decode() for m in _TESTGEN_CALL_RE.finditer(blank)}))
 
@@ -721,9 +725,6 @@ def extract(source: bytes) -> FileFacts:
             source, spliced_rows = spliced_source
             rows.extend(spliced_rows)
             tree = parser.parse(source)
-
-    def spliced(row: int, spans: list[tuple[int, int]] = template_rows) -> bool:
-        return any(first <= row <= last for first, last in spans)
 
     matches = QueryCursor(_query()).matches(tree.root_node)
 
@@ -774,7 +775,7 @@ def extract(source: bytes) -> FileFacts:
                 gpu_aliases.append(alias)
         elif "error" in caps:
             row = caps["error"][0].start_point.row + 1
-            if not (spliced(row) or spliced(row, proptest_rows)):
+            if not _within(row, template_rows + proptest_rows):
                 error_rows.append(row)
 
     # Comment and string contents are blanked so no regex ever matches inside them.
@@ -802,7 +803,7 @@ def extract(source: bytes) -> FileFacts:
         if body is None:
             continue
         attrs, doc, first_line = _attributes(node)
-        if spliced(first_line) and any(TEST_ATTR.search(a) for a in attrs):
+        if _within(first_line, template_rows) and any(TEST_ATTR.search(a) for a in attrs):
             continue  # a test template: which device it runs on is up to where it is expanded
         scope = _Scope(node)
         ret = node.child_by_field_name("return_type")
