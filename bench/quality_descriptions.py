@@ -15,7 +15,8 @@ kinds of case:
   filecoin-project/bellperson for ``heldout18_bellperson``; sonos/tract for
   ``heldout19_tract``; cryscan/web-rwkv and linebender/vello for ``heldout20_*``;
   charles-r-earp/autograph for ``heldout21_autograph``; lambdaclass/lambdaworks for
-  ``heldout22_lambdaworks``; a
+  ``heldout22_lambdaworks``; risc0/risc0 for ``heldout23_risc0``; Rust-GPU/Rust-CUDA for
+  ``heldout24_rustcuda``; a
   file the mirror lacks, such as a large compiled ``.ptx``, is
   left out of the case's tree with a note on stderr). The
   description is the commit message (read from the git dir at run time, never stored

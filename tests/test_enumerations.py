@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from app.checks.enumerations import enumerated_subjects
 from app.checks.review import review
 from app.checks.rust_index import extract
 from app.checks.workspace import SourceFile
@@ -56,6 +57,11 @@ def test_a_list_in_running_text_claims_the_items_that_name_changed_functions(bod
 )
 def test_lists_of_means_interfaces_negations_and_history_claim_nothing(body: str) -> None:
     assert claimed(body) == {}
+
+
+def test_the_places_code_runs_from_are_no_ops() -> None:
+    text = "This drops the GPU lock and puts `#[gpu_guard]` on tests, examples and benchmarks."
+    assert enumerated_subjects(text, head_about_gpu=True) == []
 
 
 def test_the_scopes_of_a_conventional_commit_are_no_list() -> None:

@@ -177,6 +177,37 @@ VIOLATIONS = {
         }
         """,
     ),
+    "shape-bypass: a size threshold kept in a constant sends small inputs to the host": (
+        "shape-bypass",
+        """
+        const FFT_GPU_MIN_LOG_SIZE: u32 = 14;
+        pub fn gpu_fft(input: &[u64], state: &MetalState) -> Result<Vec<u64>, MetalError> {
+            let order = input.len().trailing_zeros();
+            if order < FFT_GPU_MIN_LOG_SIZE {
+                return Ok(fft_cpu(input));
+            }
+            let buffer = state.alloc_buffer_data(input);
+            state.dispatch_thread_groups(&buffer);
+            Ok(state.read(&buffer))
+        }
+        """,
+    ),
+    "shape-bypass: the GPU function's small case is its namesake without the backend word": (
+        "shape-bypass",
+        """
+        pub fn evaluate_gpu(coeffs: Vec<u64>, state: &MetalState) -> Result<Vec<u64>, MetalError> {
+            if coeffs.len() < 1024 {
+                return Ok(evaluate(coeffs));
+            }
+            let buffer = state.alloc_buffer_data(&coeffs);
+            state.dispatch_thread_groups(&buffer);
+            Ok(state.read(&buffer))
+        }
+        pub fn evaluate(coeffs: Vec<u64>) -> Vec<u64> {
+            coeffs.iter().map(|c| c * 3).collect()
+        }
+        """,
+    ),
     "silent-fallback: helper Ok(None) turned into CPU work": (
         "silent-fallback",
         """
@@ -599,3 +630,25 @@ def test_a_violation_inside_a_macro_rules_body_is_flagged() -> None:
         }
         """
     assert "fake-gpu-function" in rules_found(code)
+
+
+def test_a_module_path_picks_the_definition_of_that_module() -> None:
+    # Both files define `fft`; `crate::fft::cpu::ops::fft` is the host one, so the size
+    # branch of the Metal `fft` sends small inputs to the CPU.
+    files = {
+        "src/fft/cpu/ops.rs": "pub fn fft(input: &[u64]) -> Vec<u64> { input.iter().map(|x| x * 2).collect() }\n",
+        "src/fft/gpu/metal/ops.rs": """
+            pub fn fft(input: &[u64], state: &MetalState) -> Result<Vec<u64>, MetalError> {
+                if input.len() < 4096 {
+                    return Ok(crate::fft::cpu::ops::fft(input));
+                }
+                let buffer = state.alloc_buffer_data(input);
+                state.dispatch_thread_groups(&buffer);
+                Ok(state.read(&buffer))
+            }
+            """,
+    }
+    found = run_analysis(files).findings
+    assert [(f.rule, f.path) for f in found if f.rule == "shape-bypass"] == [
+        ("shape-bypass", "src/fft/gpu/metal/ops.rs")
+    ], [(f.rule, f.message) for f in found]

@@ -38,7 +38,12 @@ _TARGET = (
 )
 _BACKENDS = "cuda|metal|wgpu|webgpu|cubecl|vulkan|rocm|opencl"  # the names of GPU backends
 _BACKEND = rf"(?:gpu|ptx|{_BACKENDS})"  # the word that names a GPU backend
-_KERNEL = r"(?:kernel|shader)s?"  # GPU code by its name: "rope kernel", "int8 matmul shader"
+# GPU code by its name: "rope kernel", "int8 matmul shader"; not an operating system's
+# kernel ("exhausting kernel stack", "the guest kernel").
+_KERNEL = (
+    r"(?<!linux )(?<!guest )(?:kernel|shader)s?"
+    r"(?!\s+(?:stack|mode|space|panics?|images?|elf|binar\w*|entry|syscalls?)\b)"
+)
 # What an implementation of an op for a backend is called.
 _IMPLEMENTATION = rf"(?:implementation|{_KERNEL}|support|bindings?|version|variant)"
 _X = r"(?P<x>(?:[\w<>\-/+.,()' ]|::|(?<=_)\*){2,80}?)"  # `::` joins a path (Tensor::amin), one `:` ends
@@ -153,6 +158,7 @@ _NOT_A_CLAIM = re.compile(
     r"|pre-flight|instead of|rather than|removed?|revert(?:ed|s)?|pytorch|torch"
     r"|drop(?:ped|s)?(?!\s+(?:with|in|on|when|under)\b)"  # not "a performance drop with Metal"
     r"|pre-?existing|already|disabl\w*)\b|\bnext(?:\s+steps?)?\s*:|\btests?\s+(?:for|of|cover\w*)\b"
+    rf"|\bskip(?:s|ped|ping)?\s+(?:the\s+)?(?:gpu|{_BACKENDS}|{_KERNEL})\b"  # "skip Metal kernels when .."
     # "Added empty backend to Metal": a backend or kernel that does nothing is no GPU work.
     rf"|\b(?:empty|dummy|placeholder|no-?op|mock|fake)\s+(?:(?:gpu|{_BACKENDS})\s+)?"
     rf"(?:backends?|devices?|{_KERNEL}|impl\w*)\b",
@@ -203,7 +209,10 @@ _UPKEEP = re.compile(
     rf"|\b(?:gpu|{_BACKENDS})\s+tests?\b|\bin\s+test-\w+"  # the tests of a backend
     r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lint"
     r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|examples?|ci|logging|warnings?|macros?"
-    r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*)\b",
+    r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*"
+    r"|cargo|rerun-if-changed|when\s+(?:building|compiling))\b"
+    # "Fix cargo risczero guest test (#3592)" is about a test; "erf operator + test" is not
+    r"|^(?!.*(?:\s(?:and|with|plus)\s|\s[+&]\s)).*\btests?\W*(?:\(#\d+\))?\W*$",
     re.I,
 )
 # A title that names a backend or a kernel puts its work on the GPU ("rope kernel",
@@ -233,6 +242,8 @@ _PLUMBING_HEAD = re.compile(
     r"\b(?:panics?|messages?|msgs?|errors?|apis?|api\s+changes|env|environment|settings?|config(?:s|uration)?"
     r"|names?|checks?|macros?|flags?|features?|images?|files?|spans?|stubs?|fuzz\w*|profil(?:er|ing)|jobs?"
     r"|(?:make|build|compil\w*)\s+rules?|compilation|(?:error|exception)\s+handling|dependenc\w+|deps"
+    r"|(?:build|compil\w*|link\w*)\s+(?:issues?|errors?|failures?|problems?|warnings?|breakage)"
+    r"|builders?|(?:architecture|arch)\s+(?:suffix\w*|names?|lists?)"
     r"|structure|structs?|enums?|scaffold\w*|skeleton|boilerplate)\W*$"
     r"|^\W*(?:mods?|modules?|pocs?)\W*$",  # "cuda mod and poc"; "attention module" names an op
     re.I,

@@ -63,7 +63,7 @@ _NOT_OPS_AFTER = re.compile(
 _NOT_AN_OP = frozenset(
     """cpu gpu host device cuda wgpu metal rocm vulkan opencl f16 bf16 f32 f64 i32 i64 u8 u16 u32 u64 half
     float double int dtype dtypes shape shapes rs src tests test docs readme changelog in out forward
-    backward inverse""".split()
+    backward inverse example examples bench benches benchmark benchmarks""".split()
 )
 _PARENTHETICAL = re.compile(rf"\s*{_PARENS}")
 # "compute_mask_gpu<R>(processor, client, packed)": the parameters of a signature.

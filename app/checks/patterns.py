@@ -88,10 +88,30 @@ def _is_cpu_impl_call(ws: Workspace, item: IndexedFunction, call: Call) -> bool:
     named_cpu = gpu_code.CPU_IMPL_NAME.search(name) is not None or any(
         seg in ("cpu", "host", "reference", "naive") for seg in qualifier.split("::")
     )
-    if not named_cpu or gpu_code.TRANSFER_NAME.search(name):
+    targets = ws.resolve(call, item)
+    if not named_cpu:
+        # `fft_gpu` calling plain `fft`: the name without the backend word is the
+        # host version, unless that function reaches a kernel itself.
+        return (
+            name == _without_backend_word(item.fn.name)
+            and bool(targets)
+            and not any(target.evidence for target in targets)
+        )
+    if gpu_code.TRANSFER_NAME.search(name):
         return False
     # A "fallback" that is itself a GPU kernel (vec4 -> scalar kernel) is not CPU work.
-    return not any(target.evidence for target in ws.resolve(call, item))
+    return not any(target.evidence for target in targets)
+
+
+_BACKEND_AFFIX = re.compile(
+    r"^(?:gpu|cuda|metal|wgpu|vulkan|opencl|device)_|_(?:gpu|cuda|metal|wgpu|vulkan|opencl)$"
+)
+
+
+def _without_backend_word(name: str) -> str:
+    """``fft_gpu``/``gpu_fft`` -> ``fft``; a name without such a word comes back empty."""
+    bare = _BACKEND_AFFIX.sub("", name, count=1)
+    return bare if bare != name else ""
 
 
 def gpu_work(ws: Workspace, item: IndexedFunction, start: int, end: int) -> str:

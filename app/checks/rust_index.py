@@ -33,7 +33,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "36"
+EXTRACTOR_VERSION = "37"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -41,6 +41,13 @@ _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 _GPU_DEVICE_TYPE = re.compile(
     r"\b(?:(?:Cuda|Wgpu|Webgpu|WebGpu|Metal|Vulkan|Rocm|Hip|Cubecl|CubeCl)(?:Device|Backend|Runtime)?"
     r"|Gpu(?:Device|Backend|Runtime))\b"
+)
+# Device memory, streams and handles in a foreign function's signature: the C++ side
+# of `extern "C" { fn sppark_batch_NTT(d_inout: DevicePointer<u8>, ..); }` runs on the GPU.
+_DEVICE_MEMORY_TYPE = re.compile(
+    r"\b(?:DevicePointer|DevicePtr(?:Mut)?|DeviceSlice|DeviceBuffer|CUdeviceptr|CUstream|CUcontext"
+    r"|CUfunction|CUmodule|cudaStream_t|cublasHandle_t|cudnnHandle_t|MTLBuffer|MTLCommandQueue"
+    r"|cl_mem|cl_command_queue|hipStream_t|hipDeviceptr_t)\b"
 )
 
 _QUERY = """
@@ -64,6 +71,7 @@ _QUERY = """
 (static_item name: (identifier) @const.name value: (_) @const.value)
 (use_declaration) @use
 (type_item name: (type_identifier) @alias.name type: (_) @alias.type)
+(foreign_mod_item body: (declaration_list (function_signature_item name: (identifier) @ffi.name) @ffi))
 (ERROR) @error
 """
 
@@ -577,18 +585,29 @@ def _kernel_source_item(node: Node, args: Node) -> list[GpuSource]:
     return [GpuSource(found.group(1).decode(), node.start_point.row + 1, node.end_point.row + 1, files)]
 
 
-def _gpu_device_alias(name: Node, target: Node) -> tuple[str, tuple[str, ...]] | None:
-    """`type TestDevice = crate::tensor::Cuda;` at module level: (the alias, the types
-    it names) when it names a GPU device, backend or runtime type. An associated type
-    (`type Device = Cuda;` in an impl) is no name a test can use."""
+def _is_associated_type(name: Node) -> bool:
+    """`type Device = Cuda;` in an impl or trait: no name other code can use."""
     scope = name.parent.parent if name.parent is not None else None
     owner = scope.parent if scope is not None and scope.type == "declaration_list" else None
-    if owner is not None and owner.type in ("impl_item", "trait_item"):
-        return None
+    return owner is not None and owner.type in ("impl_item", "trait_item")
+
+
+def _gpu_device_alias(name: Node, target: Node) -> tuple[str, tuple[str, ...]] | None:
+    """`type TestDevice = crate::tensor::Cuda;` at module level: (the alias, the types
+    it names) when it names a GPU device, backend or runtime type."""
     text = _text(target)
-    if not _GPU_DEVICE_TYPE.search(text):
+    if _is_associated_type(name) or not _GPU_DEVICE_TYPE.search(text):
         return None
     return _text(name), tuple(re.findall(r"\b[A-Z]\w*", text))
+
+
+def _type_alias(name: Node, target: Node) -> tuple[str, str] | None:
+    """`pub type CudaHalSha256 = CudaHal<CudaHashSha256>;` at module level: (the alias,
+    the type it stands for), so that `CudaHalSha256::new()` builds a `CudaHal`."""
+    head = re.match(r"(?:\w+::)*([A-Z]\w*)", _text(target))
+    if _is_associated_type(name) or head is None or head.group(1) == _text(name):
+        return None
+    return _text(name), head.group(1)
 
 
 def _device_static(args: Node) -> tuple[str, tuple[str, ...]] | None:
@@ -739,6 +758,8 @@ def extract(source: bytes) -> FileFacts:
     consts: list[tuple[Node, Node]] = []
     uses: list[str] = []
     gpu_aliases: list[tuple[str, tuple[str, ...]]] = []
+    type_aliases: list[tuple[str, str]] = []
+    ffi_functions: list[tuple[str, bool]] = []
     error_rows: list[int] = []
 
     for _, caps in matches:
@@ -773,6 +794,14 @@ def extract(source: bytes) -> FileFacts:
             alias = _gpu_device_alias(caps["alias.name"][0], caps["alias.type"][0])
             if alias:
                 gpu_aliases.append(alias)
+            type_alias = _type_alias(caps["alias.name"][0], caps["alias.type"][0])
+            if type_alias:
+                type_aliases.append(type_alias)
+        elif "ffi" in caps:
+            signature = _text(caps["ffi"][0])
+            ffi_functions.append(
+                (_text(caps["ffi.name"][0]), _DEVICE_MEMORY_TYPE.search(signature) is not None)
+            )
         elif "error" in caps:
             row = caps["error"][0].start_point.row + 1
             if not _within(row, template_rows + proptest_rows):
@@ -924,4 +953,6 @@ def extract(source: bytes) -> FileFacts:
         suppressions=suppressions,
         instantiated_test_crates=_instantiated_test_crates(blank),
         gpu_device_aliases=tuple(gpu_aliases),
+        type_aliases=tuple(type_aliases),
+        ffi_functions=tuple(ffi_functions),
     )

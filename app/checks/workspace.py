@@ -9,6 +9,7 @@ the side of finding evidence (fewer false alarms) rather than missing it.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -190,6 +191,14 @@ class Workspace:
                 continue  # nothing calls a `#[test]`: `ops::softmax(..)` is not the test `softmax`
             for key in definition_keys(item.fn):
                 self.definitions.setdefault(key, []).append(index)
+        # Foreign functions whose other side is GPU code: they take device memory, or a
+        # GPU module (`risc0-sys/src/cuda.rs`) declares them. Calling one launches work.
+        self._gpu_ffi: set[str] = {
+            name
+            for source in self.files
+            for name, takes_device_memory in source.facts.ffi_functions
+            if takes_device_memory or gpu_code.in_gpu_path(source.path, config.gpu_paths)
+        }
         for item in self.functions:
             if not item.direct_evidence:
                 item.direct_evidence = self._external_gpu_call(item.fn)
@@ -200,6 +209,10 @@ class Workspace:
         for source in self.files:
             for alias, types in source.facts.gpu_device_aliases:
                 self._gpu_aliases.setdefault(crate_of(source.path), {})[alias] = types
+        # `type CudaHalSha256 = CudaHal<..>;`: calls on and values of the alias are the type's.
+        self._type_aliases: dict[str, str] = {
+            alias: target for source in self.files for alias, target in source.facts.type_aliases
+        }
         self._by_type: dict[str, list[int]] | None = None  # impl type -> indexes of its methods
         # Trait -> the names of its default methods (`Map1::map`): a type implementing the
         # trait has them without defining them.
@@ -239,7 +252,7 @@ class Workspace:
             return False
         if _ACCESSOR.match(call.name) or gpu_code.TRANSFER_NAME.search(call.name):
             return False
-        if _GPU_CRATE_PATH.match(call.qualifier):
+        if _GPU_CRATE_PATH.match(call.qualifier) or call.name in self._gpu_ffi:
             return True  # `cudarc::driver::result::mem_get_info()`: the driver API itself
         owner = call.qualifier.rsplit("::", 1)[-1]
         gpu_owner = gpu_code.GPU_TYPE_NAME.search(owner) and not _PLAIN_TYPE.search(owner)
@@ -251,6 +264,8 @@ class Workspace:
         (``Pool2D { .. }.map(..)`` is ``Map1::map`` when ``Pool2D`` implements ``Map1``:
         a name as common as ``map`` resolves no other way)."""
         key = call_key(call, caller.fn)
+        if key is not None and key[0] == "t" and key not in self.definitions and key[1] in self._type_aliases:
+            key = ("t", self._type_aliases[key[1]], key[2])
         keys = [key] if key is not None else []
         if call.is_method and self._default_methods:
             for type_name in caller.fn.constructs:
@@ -267,7 +282,10 @@ class Workspace:
         return traits
 
     def resolve(self, call: Call, caller: IndexedFunction) -> list[IndexedFunction]:
-        return [self.functions[i] for key in self.call_keys(call, caller) for i in self._targets(key, caller)]
+        targets = [
+            self.functions[i] for key in self.call_keys(call, caller) for i in self._targets(key, caller)
+        ]
+        return _in_named_modules(targets, call.qualifier)
 
     def _targets(self, key: Key, caller: IndexedFunction) -> list[int]:
         """Definitions a call may reach. A plain ``foo()`` reaches a ``foo`` of the
@@ -417,7 +435,10 @@ class Workspace:
                 for method in self._methods_built(type_name, item):
                     if method not in built:
                         built.add(method)
-                        if not dispatched.isdisjoint(definition_keys(self.functions[method].fn)):
+                        built_fn = self.functions[method].fn
+                        # A value built is dropped: its `Drop::drop` runs without a call.
+                        dropped = built_fn.trait == "Drop" and built_fn.name == "drop"
+                        if dropped or not dispatched.isdisjoint(definition_keys(built_fn)):
                             push((method,))
             for key in (key for call in fn.calls for key in self.call_keys(call, item)):
                 # Which of several definitions a call reaches depends on where it is made
@@ -466,6 +487,8 @@ class Workspace:
         """The methods of the type a function builds a value of: those of its own file
         when the file has some (candle's CPU and CUDA backends each have an `IndexAdd`)."""
         methods = self.methods_of(type_name)
+        if not methods and type_name in self._type_aliases:
+            methods = self.methods_of(self._type_aliases[type_name])
         return [i for i in methods if self.functions[i].path == builder.path] or methods
 
     def gpu_types_named(self, item: IndexedFunction) -> tuple[str, ...]:
@@ -508,12 +531,25 @@ def _imported_from(type_name: str, uses: tuple[str, ...]) -> list[str]:
     return modules
 
 
+def _in_named_modules(targets: list[IndexedFunction], qualifier: str) -> list[IndexedFunction]:
+    """Of the definitions a call may reach, those in the files its module path names
+    most of: ``crate::fft::cpu::ops::fft`` is the ``fft`` of ``fft/cpu/ops.rs``, not the
+    ``fft`` of ``fft/gpu/metal/ops.rs``. Modules declared inline name no file; then all stay."""
+    modules = [m for m in qualifier.split("::") if m[:1].islower() and m not in ("crate", "self", "super")]
+    if len(targets) < 2 or not modules:
+        return targets
+    named = [sum(f"/{m}/" in _module_path(t.path) for m in modules) for t in targets]
+    best = max(named)
+    return [t for t, n in zip(targets, named, strict=True) if n == best] if best else targets
+
+
 def _module_path(path: str) -> str:
     """A file's path as module names: ``candle_nn/src/layer_norm.rs`` for
     ``candle-nn/src/layer_norm.rs``, so that a module or crate name is a part of it."""
     return "/" + path.replace("-", "_").removesuffix(".rs") + "/"
 
 
+@functools.lru_cache(maxsize=1 << 16)  # asked of every call a rule resolves
 def crate_of(path: str) -> str:
     """The workspace member a file belongs to: the directory above its ``src/``,
     ``tests/``, ``benches/`` or ``examples/``."""

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from app.checks import gpu_code
 from app.checks.model import Severity
 from app.checks.prose import GPU_WORD, HOST_WORD, NEXT_STEP
+from app.checks.rules import forbidden_phrasing
 from app.checks.rules.base import Hit, Rule
 
 if TYPE_CHECKING:
@@ -33,8 +34,9 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     """## What it does
     When the diff leaves GPU work incomplete (a `todo!()` or a TODO in GPU code,
     a `cfg`-gated stub, a CPU reference wired for the GPU, a structured
-    "unsupported" error the diff adds, an opt-in CPU fallback, a GPU claim the code
-    does not back or that names nothing the diff changes),
+    "unsupported" error the diff adds, an opt-in CPU fallback, a CPU fallback the
+    description itself announces, a GPU claim the code does not back or that names
+    nothing the diff changes),
     requires the description to say what does not work yet and the next step (what
     works is what the rest of the description is about).
 
@@ -86,6 +88,12 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
 def _incomplete_work(ctx: DescriptionContext) -> list[str]:
     gaps = [f"{f.rule} at {f.path}:{f.line}" for f in ctx.findings if f.rule in _INCOMPLETE_RULES]
     gaps.extend(f'the claim "{c.text}" is not backed' for c in ctx.claims if not c.backed)
+    # "Have the CUDA HAL fall back to CPU for Poseidon": the description itself says part
+    # of the GPU work is left to the host.
+    announced = next(forbidden_phrasing.check(ctx), None)
+    if announced is not None:
+        where = "the title" if announced.line == 0 else f"line {announced.line} of the body"
+        gaps.append(f"a CPU fallback the description announces in {where}")
     # A title about the host alone ("Feature/cpu softmax"): its CPU code is the change,
     # not a gap ("CPU reference + GPU scaffolding for X" names the GPU too).
     host_change = bool(HOST_WORD.search(ctx.title)) and not GPU_WORD.search(ctx.title)

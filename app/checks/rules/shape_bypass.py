@@ -20,7 +20,9 @@ from app.checks.workspace import IndexedFunction, Workspace
 _SHAPE_TEST = re.compile(
     r"is_contiguous|contiguous|\bndim\b|\brank\b|shape|\bdims?\b|stride|batch|numel|\.len\(\)"
     r"|dtype|DType|TypeId|size_of|is_f32|is_f64|\bf16\b|\bbf16\b|amsgrad|transpos|square"
-    r"|[=!<>]=\s*\d|[<>]\s*\d",
+    r"|[=!<>]=\s*\d|[<>]\s*\d"
+    # A size threshold kept in a constant: `if order < FFT_GPU_MIN_LOG_SIZE`.
+    r"|[<>]=?\s*(?:\w+::)*(?:[A-Z][A-Z0-9_]*)?(?:MIN|MAX|THRESHOLD|CUTOFF|LIMIT|SIZE|LEN|ELEMS|NUMEL)\b",
 )
 _GPU_CHOICE = re.compile(
     r"\b(?:use|can|run|on|try)_(?:gpu|cuda|device|kernel|fast)\w*|\bgpu_ok\b|\bfast_path\b"
@@ -31,7 +33,8 @@ _DEVICE_TEST = re.compile(r"\.is_(?:cuda|gpu)\(\)|Device::Cuda")
 def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     """## What it does
     Flags GPU code that sends the "hard" cases to the CPU: an `if` on contiguity,
-    shape, batch size or dtype whose branch runs the CPU implementation, an
+    shape, batch size, dtype or input size (`if n < GPU_MIN_SIZE`) whose branch runs
+    the CPU implementation (a `*_cpu` function, or `fft` in `fft_gpu`), an
     `if x.is_cuda() && <easy case>` whose `else` runs on the CPU, or a
     `use_gpu = <dtype test>` switch.
 
