@@ -88,17 +88,14 @@ def _is_cpu_impl_call(ws: Workspace, item: IndexedFunction, call: Call) -> bool:
     named_cpu = gpu_code.CPU_IMPL_NAME.search(name) is not None or any(
         seg in ("cpu", "host", "reference", "naive") for seg in qualifier.split("::")
     )
-    targets = ws.resolve(call, item)
-    if not named_cpu:
-        # `fft_gpu` calling plain `fft`: the name without the backend word is the
-        # host version, unless that function reaches a kernel itself.
-        return (
-            name == _without_backend_word(item.fn.name)
-            and bool(targets)
-            and not any(target.evidence for target in targets)
-        )
-    if gpu_code.TRANSFER_NAME.search(name):
+    # `fft_gpu` calling plain `fft`: the name without the backend word is the host
+    # version, unless that function reaches a kernel itself.
+    host_namesake = not named_cpu and name == _without_backend_word(item.fn.name)
+    if not (named_cpu or host_namesake) or gpu_code.TRANSFER_NAME.search(name):
         return False
+    targets = ws.resolve(call, item)
+    if host_namesake and not targets:
+        return False  # a function of another crate: nothing says where it runs
     # A "fallback" that is itself a GPU kernel (vec4 -> scalar kernel) is not CPU work.
     return not any(target.evidence for target in targets)
 
