@@ -241,8 +241,8 @@ _TOPIC_NOISE = re.compile(
 _PLUMBING_HEAD = re.compile(
     r"\b(?:panics?|messages?|msgs?|errors?|apis?|api\s+changes|env|environment|settings?|config(?:s|uration)?"
     r"|names?|checks?|macros?|flags?|features?|images?|files?|spans?|stubs?|fuzz\w*|profil(?:er|ing)|jobs?"
-    r"|(?:make|build|compil\w*)\s+rules?|compilation|(?:error|exception)\s+handling|dependenc\w+|deps"
-    r"|(?:build|compil\w*|link\w*)\s+(?:issues?|errors?|failures?|problems?|warnings?|breakage)"
+    r"|(?:make|build|compil\w*|link\w*)\s+(?:rules?|issues?|errors?|failures?|problems?|warnings?|breakage)"
+    r"|compilation|(?:error|exception)\s+handling|dependenc\w+|deps"
     r"|builders?|(?:architecture|arch)\s+(?:suffix\w*|names?|lists?)"
     r"|structure|structs?|enums?|scaffold\w*|skeleton|boilerplate)\W*$"
     r"|^\W*(?:mods?|modules?|pocs?)\W*$",  # "cuda mod and poc"; "attention module" names an op
