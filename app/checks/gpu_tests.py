@@ -16,6 +16,7 @@ _REACH: weakref.WeakKeyDictionary[Workspace, dict[int, IndexedFunction]] = weakr
 _INSTANTIATED: weakref.WeakKeyDictionary[Workspace, frozenset[str]] = weakref.WeakKeyDictionary()
 _ACQUIRING: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
 _FAILING: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
+_HELPER_NAMES: weakref.WeakKeyDictionary[Workspace, frozenset[str]] = weakref.WeakKeyDictionary()
 _TEST_REACH: weakref.WeakKeyDictionary[Workspace, dict[int, set[int]]] = weakref.WeakKeyDictionary()
 # Tests whose own reach is computed to name the ones exercising an op: the nearest
 # callers are checked first, so a few dozen find them without a walk per test of the
@@ -89,10 +90,23 @@ def _builds_device(item: IndexedFunction, ws: Workspace) -> bool:
 def _test_helpers(test: IndexedFunction, ws: Workspace) -> Iterator[IndexedFunction]:
     """The test code of its crate a test calls: `run_concat_trial(prob)`, which takes
     the device from the module's `GPU_DEVICE`."""
+    helper_names = _helper_names(ws)
     for call in test.fn.calls:
+        if call.name not in helper_names:
+            continue  # resolving every call of every test would dominate a scan's time
         for target in ws.resolve(call, test):
             if target.support_code and target.crate == test.crate and not gpu_code.is_test(target.fn):
                 yield target
+
+
+def _helper_names(ws: Workspace) -> frozenset[str]:
+    """The names of the workspace's test code that is not a test itself: the only
+    names a test helper can have."""
+    found = _HELPER_NAMES.get(ws)
+    if found is None:
+        found = frozenset(f.fn.name for f in ws.functions if f.support_code and not gpu_code.is_test(f.fn))
+        _HELPER_NAMES[ws] = found
+    return found
 
 
 def _acquiring(ws: Workspace) -> set[int]:

@@ -77,16 +77,22 @@ _QUERY = """
 
 _HANDLER_METHODS = {"unwrap_or_else", "or_else", "map_or_else", "unwrap_or", "map_err"}
 
-_CALL_RE = re.compile(rb"\b([A-Za-z_]\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\(")
+# The patterns below open with the character class of their first character and check
+# what precedes it in a lookbehind after it: a pattern that opens with a class lets the
+# regex engine skip ahead to candidates, which makes extraction markedly faster.
+_CALL_RE = re.compile(rb"\b([a-z_]\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\(")
 # `dispatch_binary!(rt, kernels::run_add, ..)`, `.map(ops::relu)`: a path to a function
 # handed on as a value is called where it is handed to.
-_FN_PATH_RE = re.compile(rb"(?<![\w:])((?:[a-z_]\w*::)+)([a-z_]\w*)\b(?!\s*(?:[(!<]|::))")
+_FN_PATH_RE = re.compile(
+    rb"((?:[a-z_](?<![\w:][a-z_])\w*::)(?:[a-z_]\w*::)*)([a-z_]\w*)\b(?!\s*(?:[(!<]|::))"
+)
 # `Type { field: .. }` or `path::Type::<T> { .. }`: a struct literal builds a value of Type.
-_STRUCT_LITERAL_RE = re.compile(rb"(?<![\w])([A-Z]\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\{")
+_STRUCT_LITERAL_RE = re.compile(rb"([A-Z](?<!\w[A-Z])\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\{")
 # `xs.apply_op3(a, b, &RotaryEmbThd)`: a unit struct handed on as a value is built there.
+_UNIT_ARGUMENT_RE = re.compile(rb"[(,]\s*+&?\s*+([A-Z]\w*+)\s*+(?=[,)])")
 # `GgmlFlashAttn.eval(..)`: a method called on a unit struct (CamelCase, not a CONSTANT).
-_UNIT_VALUE_RE = re.compile(
-    rb"[(,]\s*&?\s*([A-Z]\w*)\s*(?=[,)])|(?<![\w.:])([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)\s*\.\s*[a-z_]\w*\s*\("
+_UNIT_RECEIVER_RE = re.compile(
+    rb"([A-Z](?<![\w.:][A-Z])[A-Z0-9]*+[a-z][A-Za-z0-9]*+)\s*+\.\s*+[a-z_]\w*+\s*+\("
 )
 _GENERIC_ARGS = re.compile(rb"<[^<>]*>")
 _DOUBLED_SEPARATOR = re.compile(rb"::(?:\s*::)+")
@@ -274,8 +280,8 @@ def _calls(text: bytes) -> list[Call]:
     calls: list[Call] = []
     for m in _CALL_RE.finditer(text):
         name = m.group(1).decode()
-        if name in _NOT_CALLS or name[0].isupper():
-            continue  # keywords, and tuple-struct or enum-variant constructors
+        if name in _NOT_CALLS:
+            continue
         start = m.start(1)
         back = start - 1
         while back >= 0 and text[back] in b" \t\r\n":
@@ -332,7 +338,8 @@ def _constructed_types(text: bytes, calls: list[Call], impl_type: str) -> tuple[
     """Types whose values the body may build: struct literals and ``Type::f(..)`` calls
     (constructors, and over-approximating, any associated function)."""
     found = {m.group(1).decode() for m in _STRUCT_LITERAL_RE.finditer(text)}
-    found.update((m.group(1) or m.group(2)).decode() for m in _UNIT_VALUE_RE.finditer(text))
+    for unit_value in (_UNIT_ARGUMENT_RE, _UNIT_RECEIVER_RE):
+        found.update(m.group(1).decode() for m in unit_value.finditer(text))
     found.update(c.qualifier.rsplit("::", 1)[-1] for c in calls if c.qualifier)
     if "Self" in found:
         found.add(impl_type)
@@ -428,6 +435,9 @@ def _text(node: Node | None, cap: int = _TEXT_CAP) -> str:
     return raw[:cap].decode("utf-8", "replace")
 
 
+_BLANKED = bytes(0x0A if b == 0x0A else 0x20 for b in range(256))  # newlines kept, all else a space
+
+
 def _blank(source: bytes, spans: list[tuple[int, int]]) -> bytes:
     """Replace every byte of the spans, newlines kept, with a space."""
     if not spans:
@@ -440,12 +450,7 @@ def _blank(source: bytes, spans: list[tuple[int, int]]) -> bytes:
             continue
         start = max(start, pos)
         out.append(source[pos:start])
-        chunk = source[start:end]
-        newlines = chunk.count(b"\n")
-        if newlines:
-            out.append(re.sub(rb"[^\n]", b" ", chunk))
-        else:
-            out.append(b" " * len(chunk))
+        out.append(source[start:end].translate(_BLANKED))
         pos = end
     out.append(source[pos:])
     return b"".join(out)
@@ -456,7 +461,7 @@ class _Scope:
 
     __slots__ = ("impl_type", "modules", "outer_attrs", "trait")
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: Node, file_attrs: tuple[str, ...]) -> None:
         self.impl_type = ""
         self.trait = ""
         modules: list[str] = []
@@ -477,11 +482,15 @@ class _Scope:
                 modules.append(_text(parent.child_by_field_name("name")))
                 attrs.extend(_attributes(parent)[0])
             elif kind == "source_file":
-                # `#![cfg(feature = "gpu")]` at the top of a file gates all of it.
-                attrs.extend(_text(c) for c in parent.named_children if c.type == "inner_attribute_item")
+                attrs.extend(file_attrs)
             parent = parent.parent
         self.modules = tuple(reversed(modules))
         self.outer_attrs = tuple(attrs)
+
+
+def _file_attributes(root: Node) -> tuple[str, ...]:
+    """`#![cfg(feature = "gpu")]` at the top of a file gates all of it."""
+    return tuple(_text(c) for c in root.named_children if c.type == "inner_attribute_item")
 
 
 def _type_name(node: Node | None) -> str:
@@ -521,7 +530,7 @@ _ARG_NAME = re.compile(rb"[A-Za-z_][\w:]*")
 
 
 def _generated_functions(
-    node: Node, name_node: Node, args: Node, blank: bytes, defined: set[str]
+    node: Node, name_node: Node, args: Node, blank: bytes, defined: set[str], file_attrs: tuple[str, ...]
 ) -> list[Function]:
     """The functions an item-level macro of one of those two shapes defines: without
     them, everything behind such macros would be unreachable to the call graph (tests
@@ -533,7 +542,7 @@ def _generated_functions(
         return []
     item = node.parent if node.parent is not None and node.parent.type == "expression_statement" else node
     attrs, doc, first_line = _attributes(item)
-    scope = _Scope(item)
+    scope = _Scope(item, file_attrs)
 
     def generated(name: str, extra_attrs: tuple[str, ...]) -> Function:
         return Function(
@@ -724,6 +733,8 @@ def _within(row: int, spans: list[tuple[int, int]]) -> bool:
 
 
 def _instantiated_test_crates(blank: bytes) -> tuple[str, ...]:
+    if b"::testgen_" not in blank:
+        return ()
     return tuple(sorted({m.group(1).decode() for m in _TESTGEN_CALL_RE.finditer(blank)}))
 
 
@@ -823,6 +834,7 @@ def extract(source: bytes) -> FileFacts:
         if _GPU_SOURCE_RE.search(value.text or b"")
     ]
 
+    file_attrs = _file_attributes(tree.root_node)
     functions: list[Function] = []
     starts: list[int] = []
     ends: list[int] = []
@@ -834,7 +846,7 @@ def extract(source: bytes) -> FileFacts:
         attrs, doc, first_line = _attributes(node)
         if _within(first_line, template_rows) and any(TEST_ATTR.search(a) for a in attrs):
             continue  # a test template: which device it runs on is up to where it is expanded
-        scope = _Scope(node)
+        scope = _Scope(node, file_attrs)
         ret = node.child_by_field_name("return_type")
         functions.append(
             Function(
@@ -924,7 +936,7 @@ def extract(source: bytes) -> FileFacts:
     defined = {fn.name for fn in functions}
     for node, name_node, args in macros:
         if owner(node.start_byte) < 0:
-            functions.extend(_generated_functions(node, name_node, args, blank, defined))
+            functions.extend(_generated_functions(node, name_node, args, blank, defined, file_attrs))
             gpu_sources.extend(_kernel_source_item(node, args))
             device_static = _device_static(args)
             if device_static:
