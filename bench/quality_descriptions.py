@@ -16,9 +16,9 @@ kinds of case:
   ``heldout19_tract``; cryscan/web-rwkv and linebender/vello for ``heldout20_*``;
   charles-r-earp/autograph for ``heldout21_autograph``; lambdaclass/lambdaworks for
   ``heldout22_lambdaworks``; risc0/risc0 for ``heldout23_risc0``; Rust-GPU/Rust-CUDA for
-  ``heldout24_rustcuda``; a
-  file the mirror lacks, such as a large compiled ``.ptx``, is
-  left out of the case's tree with a note on stderr). The
+  ``heldout24_rustcuda``; argumentcomputer/neptune for ``heldout25_neptune``;
+  ingonyama-zk/icicle for ``heldout26_icicle``; a file the mirror lacks, such as a
+  large compiled ``.ptx``, is left out of the case's tree with a note on stderr). The
   description is the commit message (read from the git dir at run time, never stored
   in this repository; a GitHub merge commit's body is the pull request's title) and
   the change is ``commit^..commit`` (a merge's first parent: the whole pull request).

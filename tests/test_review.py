@@ -59,6 +59,28 @@ def test_backed_claim_needs_evidence_and_a_gpu_test() -> None:
 
 
 @pytest.mark.parametrize(
+    ("gate", "backed"),
+    [
+        ('#[cfg(all(any(feature = "gpu", feature = "opencl"), not(target_os = "macos")))]', True),
+        ('#[cfg(all(feature = "x", not(feature = "cuda")))]', False),  # the build without CUDA
+    ],
+)
+def test_a_test_gated_on_a_gpu_feature_is_a_gpu_test_whatever_else_it_negates(
+    gate: str, backed: bool
+) -> None:
+    gated_test = f"""
+    #[test]
+    {gate}
+    fn scale_matches() {{
+        let x = upload(vec![1.0f32; 4]);
+        gpu_scale(&x, &default_device()).unwrap();
+    }}
+    """
+    files = {"src/lib.rs": KERNEL, "tests/scale.rs": gated_test}
+    assert claims_of("Implemented scale on the GPU.", files) == [("scale", backed)]
+
+
+@pytest.mark.parametrize(
     "body",
     [
         "Implemented LayerNorm on GPU.",
@@ -452,6 +474,8 @@ def test_the_code_check_counts_only_the_rust_files_of_the_change(
         ("", "Add the metal kernels.", []),  # a backend is no subject
         ("", "Add the cuda kernel impl.", []),
         ("Fix non-cuda scale", "", []),  # a fix for the builds without the GPU
+        ("Scale (#54)", "* Host functionality, tests\n* Scale on CUDA added", ["Scale"]),  # the verb after
+        ("", "Scale for the GPU was implemented.", ["Scale"]),
     ],
 )
 def test_claim_shapes(title: str, body: str, subjects: list[str]) -> None:
@@ -1908,6 +1932,8 @@ def test_a_title_about_the_plumbing_of_gpu_code_claims_nothing(title: str) -> No
         "Fix: include CUDA when building softmax_sys",
         "Fix: actually pass arguments to libnvvm when specified in cuda builder",
         "Implement CUDA 12.9 architecture suffixes",
+        "Avoid compiling any OpenCL on macos.",  # a build setting
+        "fixup gpu constraints",  # a type's bounds
     ],
 )
 def test_a_title_about_builds_files_tests_or_edits_inside_gpu_code_claims_nothing(title: str) -> None:
@@ -2095,3 +2121,96 @@ def test_a_value_a_test_builds_is_dropped_so_its_drop_is_reached() -> None:
     (test,) = [f for f in ws.functions if gpu_code.is_test(f.fn)]
     reached = {ws.functions[i].fn.qualname for i in ws.reached_from([test])}
     assert "CudaCircuitHal::drop" in reached, reached
+
+
+_FFI_SCALE = """
+    extern "C" {
+        fn scale_cuda(x: *mut f32, n: usize, stream: cudaStream_t) -> i32;
+    }
+
+    pub fn gpu_scale(x: &mut [f32], ctx: &DeviceContext) -> Result<(), IcicleError> {
+        unsafe { scale_cuda(x.as_mut_ptr(), x.len(), ctx.stream) }.wrap()
+    }
+    """
+# The test template of the core crate, written out by each field crate: the test's
+# helper unwraps the GPU routine's error, so the written-out test fails without a GPU.
+_SCALE_TEST_TEMPLATE = """
+    pub fn check_scale() {
+        let mut x = vec![1.0f32; 4];
+        gpu_scale(&mut x, &DeviceContext::default()).unwrap();
+    }
+
+    #[macro_export]
+    macro_rules! impl_scale_tests {
+        ($field:ident) => {
+            #[test]
+            fn test_scale() {
+                check_scale()
+            }
+        };
+    }
+    """
+_FIELD_CRATE = """
+    #[cfg(test)]
+    mod tests {
+        use scale_core::tests::*;
+        impl_scale_tests!(ScalarField);
+    }
+    """
+
+
+@pytest.mark.parametrize(
+    ("helper_call", "backed"),
+    [
+        ("gpu_scale(&mut x, &DeviceContext::default()).unwrap();", True),
+        # dealing with the failure itself: the test passes without a GPU, testing nothing
+        ("if gpu_scale(&mut x, &DeviceContext::default()).is_err() { return; }", False),
+        # compiled only with the GPU feature: the default build's test runs nothing on the GPU
+        (
+            '#[cfg(feature = "cuda")]\n        { gpu_scale(&mut x, &DeviceContext::default()).unwrap(); }',
+            False,
+        ),
+    ],
+)
+def test_a_written_out_test_template_that_fails_without_a_gpu_is_a_gpu_test(
+    helper_call: str, backed: bool
+) -> None:
+    template = _SCALE_TEST_TEMPLATE.replace(
+        "gpu_scale(&mut x, &DeviceContext::default()).unwrap();", helper_call
+    )
+    files = {
+        "scale-core/src/lib.rs": _FFI_SCALE,
+        "scale-core/src/tests.rs": template,
+        "scale-bn254/src/lib.rs": _FIELD_CRATE,
+    }
+    assert claims_of("Implemented scale on the GPU.", files) == [("scale", backed)]
+
+
+def test_a_test_template_is_a_test_only_where_it_is_written_out() -> None:
+    core = {"scale-core/src/lib.rs": _FFI_SCALE, "scale-core/src/tests.rs": _SCALE_TEST_TEMPLATE}
+    sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in core.items()]
+    assert [f for f in Workspace(sources, RepoConfig()).functions if gpu_code.is_test(f.fn)] == []
+    field = SourceFile("scale-bn254/src/lib.rs", extract(textwrap.dedent(_FIELD_CRATE).encode()))
+    (test,) = [f for f in Workspace([*sources, field], RepoConfig()).functions if gpu_code.is_test(f.fn)]
+    assert (test.path, test.fn.name, test.fn.line, test.fn.modules) == (
+        "scale-bn254/src/lib.rs",
+        "test_scale",
+        5,
+        ("tests",),
+    )
+
+
+def test_the_hostile_reviewer_says_how_a_written_out_test_fails_without_a_gpu() -> None:
+    files = {
+        "scale-core/src/lib.rs": _FFI_SCALE,
+        "scale-core/src/tests.rs": _SCALE_TEST_TEMPLATE,
+        "scale-bn254/src/lib.rs": _FIELD_CRATE,
+    }
+    answers = next(
+        a
+        for a in run_review(files, body="Implemented scale on the GPU.").answers
+        if a.function.fn.name == "gpu_scale"
+    )
+    assert answers.kernel_launch.startswith("`scale_cuda(` in `gpu_scale` (scale-core/src/lib.rs:7)")
+    assert "test_scale" in answers.gpu_test
+    assert "`check_scale`" in answers.without_gpu and "fails when there is no GPU" in answers.without_gpu

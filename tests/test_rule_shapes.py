@@ -560,7 +560,9 @@ def test_index_knows_crate_module_impl_and_trait() -> None:
         ("Scaler::<f32>::run(1)", "Scaler"),
         ("Cache::<Vec<u8>, usize>::run(1)", "Cache"),
         ("ops::Scaler::<f32>::run(1)", "ops::Scaler"),
-        ("<T as Float>::run(1)", ""),
+        ("<T as Float>::run(1)", "Float"),  # the fully-qualified syntax: the trait's method
+        ("<<F as Field>::Config as Ntt<F>>::run(1)", "Ntt"),
+        ("<Vec<u8>>::run(1)", ""),
         ("x.run::<f32>(1)", ""),
     ],
 )

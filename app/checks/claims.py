@@ -69,6 +69,8 @@ CLAIM_PATTERNS = tuple(
         rf"(?:s|es)?(?:\s+optimi[sz]ations?)?\s+(?:for|of)\s+{_X}{_END}",
         rf"\b{_X}\s+(?:(?:has|have)\s+been\s+|(?:is|are|was|were)\s+)?(?:ported|moved|implemented)\s+(?:over\s+)?"
         rf"(?:on|to|onto|in|into)\s+{_TARGET}",
+        rf"\b{_X}\s+(?:on|for|in)\s+{_TARGET}\s+(?:(?:has|have)\s+been\s+|(?:is|are|was|were)\s+)?"
+        rf"(?:added|implemented|ported|supported|enabled)\b",
         rf"\b{_X}\s+(?:is|are)\s+(?:now\s+)?(?:(?:computed|implemented|executed|done|run)\s+(?:by|with|in|as)\s+)?"
         rf"(?:a|an)\s+(?:[\w-]+\s+){{0,2}}?(?:ptx|cuda|gpu|cubecl|wgpu)\s+kernel",
         rf"\b{_DONE}\s+{_X}\s+to\s+(?:{_RESIDENT_ADJ})",
@@ -210,7 +212,8 @@ _UPKEEP = re.compile(
     r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lint"
     r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|examples?|ci|logging|warnings?|macros?"
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*"
-    r"|cargo|rerun-if-changed|when\s+(?:building|compiling))\b"
+    r"|cargo|rerun-if-changed|when\s+(?:building|compiling)"
+    r"|(?:avoid|skip|stop)\w*\s+(?:compil|build|link)\w*)\b"  # "Avoid compiling any OpenCL on macos"
     # "Fix cargo risczero guest test (#3592)" is about a test; "erf operator + test" is not
     r"|^(?!.*(?:\s(?:and|with|plus)\s|\s[+&]\s)).*\btests?\W*(?:\(#\d+\))?\W*$",
     re.I,
@@ -244,7 +247,8 @@ _PLUMBING_HEAD = re.compile(
     r"|(?:make|build|compil\w*|link\w*)\s+(?:rules?|issues?|errors?|failures?|problems?|warnings?|breakage)"
     r"|compilation|(?:error|exception)\s+handling|dependenc\w+|deps"
     r"|builders?|(?:architecture|arch)\s+(?:suffix\w*|names?|lists?)"
-    r"|structure|structs?|enums?|scaffold\w*|skeleton|boilerplate)\W*$"
+    r"|structure|structs?|enums?|scaffold\w*|skeleton|boilerplate"
+    r"|constraints?|(?:trait\s+)?bounds)\W*$"  # "fixup gpu constraints": a type's bounds
     r"|^\W*(?:mods?|modules?|pocs?)\W*$",  # "cuda mod and poc"; "attention module" names an op
     re.I,
 )
@@ -823,6 +827,7 @@ def answer_questions(
     reached = [ws.functions[i] for i in sorted(ws.reached_from([op]))]
     reached.sort(key=lambda f: f is not op)  # the op itself first
     launch = _first_signal(reached, {"launch"}, prefer=("launch", "gemm", "dispatch", "cublas"))
+    launch = launch or _external_launch(ws, reached)
     memory = _first_signal(reached, {"device_memory", "upload"})
     tests, unchecked = tests_reaching(ws, op, changed_tests)
     if not tests:
@@ -838,6 +843,17 @@ def answer_questions(
     shown = f"`{test.fn.qualname}` ({test.path}:{test.fn.fn_line})"
     more = f" and {'at least ' if unchecked else ''}{len(tests) - 1} more" if len(tests) > 1 else ""
     return ReviewAnswers(op, launch, memory, shown + more, without)
+
+
+def _external_launch(ws: Workspace, functions: list[IndexedFunction]) -> str:
+    """The first call of GPU code outside the workspace (`scale_cuda(..)` through FFI, a
+    GPU crate's API): the launch happens on its other side."""
+    for item in functions:
+        for call in item.fn.calls:
+            if ws.is_external_gpu_routine(call, item.fn):
+                where = f"`{item.fn.qualname}` ({item.path}:{item.fn.line_of(call.offset)})"
+                return f"`{call.name}(` in {where}, GPU code outside the workspace"
+    return ""
 
 
 def _first_signal(functions: list[IndexedFunction], kinds: set[str], prefer: tuple[str, ...] = ()) -> str:

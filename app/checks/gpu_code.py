@@ -101,13 +101,34 @@ KERNEL_ATTR = re.compile(r"#\[\s*(?:cubecl::)?cube\b|#\[\s*kernel\b|#\[\s*(?:cud
 
 
 def has_gpu_cfg(attrs: tuple[str, ...]) -> bool:
-    """``#[cfg(feature = "cuda")]`` and the like, but not ``#[cfg(not(feature = "cuda"))]``."""
-    return any("cfg" in attr and GPU_FEATURE.search(attr) and "not(" not in attr for attr in attrs)
+    """``#[cfg(feature = "cuda")]`` and the like (``#[cfg(all(feature = "opencl",
+    not(target_os = "macos")))]`` too), but not ``#[cfg(not(feature = "cuda"))]``."""
+    return any("cfg" in attr and GPU_FEATURE.search(_cfg_parts(attr)[0]) for attr in attrs)
 
 
 def is_cpu_build(attrs: tuple[str, ...]) -> bool:
     """An item compiled only when the GPU feature is off: the "no CUDA" side."""
-    return any("cfg" in a and "not(" in a and GPU_FEATURE.search(a) for a in attrs)
+    return any("cfg" in attr and GPU_FEATURE.search(_cfg_parts(attr)[1]) for attr in attrs)
+
+
+_NEGATION = re.compile(r"\bnot\s*\(")
+
+
+def _cfg_parts(attr: str) -> tuple[str, str]:
+    """The text of a ``cfg`` attribute outside its ``not(..)`` groups, and inside them."""
+    outside: list[str] = []
+    inside: list[str] = []
+    pos = 0
+    while (negation := _NEGATION.search(attr, pos)) is not None:
+        outside.append(attr[pos : negation.start()])
+        depth, end = 1, negation.end()
+        while end < len(attr) and depth:
+            depth += {"(": 1, ")": -1}.get(attr[end], 0)
+            end += 1
+        inside.append(attr[negation.end() : end])
+        pos = end
+    outside.append(attr[pos:])
+    return "".join(outside), " ".join(inside)
 
 
 def is_test(fn: Function) -> bool:

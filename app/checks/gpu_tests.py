@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 
 from app.checks import gpu_code
-from app.checks.model import Call
+from app.checks.model import Call, Function
 from app.checks.workspace import IndexedFunction, Workspace, crate_of, definition_keys
 
 _CPU_TEST_NAME = re.compile(r"(?:^|_)(?:cpu|host)(?:_|$)", re.I)
@@ -79,7 +79,10 @@ def fails_without_a_gpu(test: IndexedFunction, ws: Workspace) -> str:
             callee = _the_one_reached(call, ws.resolve(call, test), test)
             if callee is not None and id(callee) in failing:
                 where = f"`{callee.fn.qualname}` ({callee.path}:{callee.fn.fn_line})"
-                return f"it calls {where}, which acquires a GPU, and fails with its error when there is none"
+                return (
+                    f"it calls {where}, which fails when there is no GPU "
+                    "(it acquires one or calls GPU code and passes the error on)"
+                )
     return ""
 
 
@@ -144,43 +147,120 @@ def _panics_without_a_gpu(item: IndexedFunction) -> bool:
 
 
 def _failing_without_a_gpu(ws: Workspace) -> set[int]:
-    """``id()`` of the functions that acquire a GPU and hand the failure back
-    (`instance.request_adapter(..).await.ok_or(..)`), and of those that call one and pass
-    its failure on (web-rwkv's test helper `create_context()?`): a test among them fails
-    on a machine with no GPU, as a GPU test should. One that deals with the failure
-    itself (falls back, or returns early: a disabled test, spec Step 2 #9) breaks the
-    chain. Only calls that resolve to the one function count: a name that several
-    crates define (`rand`) says nothing of which one a test reaches."""
+    """``id()`` of the functions that acquire a GPU, or call GPU code outside the
+    workspace (icicle's `ntt_cuda` through FFI), and hand the failure back
+    (`instance.request_adapter(..).await.ok_or(..)`, `ntt_cuda(..).wrap()`), and of those
+    that call one and pass its failure on (web-rwkv's test helper `create_context()?`,
+    icicle's `ntt(..).unwrap()` in `check_ntt`) or call one that panics with it: a test
+    among them fails on a machine with no GPU, as a GPU test should. One that deals
+    with the failure itself (falls back, or returns early: a disabled test, spec Step 2
+    #9) breaks the chain. Only calls that resolve to the one function count: a name
+    that several crates define (`rand`) says nothing of which one a test reaches."""
     found = _FAILING.get(ws)
     if found is not None:
         return found
-    frontier = [f for f in ws.functions if any(s.kind == "gpu_acquire" for s in f.fn.signals)]
+    frontier = [
+        f
+        for f in ws.functions
+        if any(s.kind == "gpu_acquire" for s in f.fn.signals) or _passes_on_an_external_gpu_failure(f, ws)
+    ]
     found = {id(f) for f in frontier}
+    panicking: set[int] = set()  # those whose failure is a panic: every caller fails with it
     for _ in range(_ACQUIRE_DEPTH):
         next_frontier: list[IndexedFunction] = []
         for current in frontier:
-            for caller in _callers_passing_on_failure(ws, current):
+            for caller, panics in _callers_failing_with(ws, current, id(current) in panicking):
                 if id(caller) not in found:
                     found.add(id(caller))
                     next_frontier.append(caller)
+                    if panics:
+                        panicking.add(id(caller))
         frontier = next_frontier
     _FAILING[ws] = found
     return found
 
 
-def _callers_passing_on_failure(ws: Workspace, callee: IndexedFunction) -> Iterator[IndexedFunction]:
+def _passes_on_an_external_gpu_failure(item: IndexedFunction, ws: Workspace) -> bool:
+    fn = item.fn
+    if gpu_code.is_test(fn):
+        return False
+    return any(
+        ws.is_external_gpu_routine(call, fn)
+        and _passes_on_failure(fn.text, call.offset, fn.ret)
+        and not _in_gpu_gated_code(fn, call.offset)
+        for call in fn.calls
+    )
+
+
+_CFG_ATTR = re.compile(rb"#\[\s*cfg\s*\((?:[^\]\[]|\[[^\]]*\])*\)\s*\]")
+
+
+def _in_gpu_gated_code(fn: Function, offset: int) -> bool:
+    """The offset is in a block or statement compiled only with a GPU feature
+    (`#[cfg(feature = "cuda")] { .. }`): a build without the feature does not run it,
+    so a test of that build passes without a GPU."""
+    text = fn.text
+    for attr in _CFG_ATTR.finditer(text, 0, offset):
+        if not gpu_code.has_gpu_cfg((_with_strings(fn, attr.start(), attr.end()),)):
+            continue
+        start = attr.end()
+        while start < len(text) and text[start] in b" \t\r\n":
+            start += 1
+        block = text[start : start + 1] == b"{"
+        end = _closing_brace(text, start) if block else text.find(b";", start)  # a block, or a statement
+        if start <= offset < (len(text) if end < 0 else end):
+            return True
+    return False
+
+
+def _with_strings(fn: Function, start: int, end: int) -> str:
+    """The body's text between the offsets with its string literals written back
+    (the body keeps them blanked)."""
+    written = fn.text[start:end].decode("latin-1")
+    for literal in fn.literals:
+        if start <= literal.offset < end:
+            at = literal.offset - start
+            written = written[:at] + literal.text + written[at + len(literal.text) :]
+    return written
+
+
+def _closing_brace(text: bytes, opening: int) -> int:
+    depth = 0
+    for i in range(opening, len(text)):
+        if text[i] == 0x7B:
+            depth += 1
+        elif text[i] == 0x7D:
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def _callers_failing_with(
+    ws: Workspace, callee: IndexedFunction, callee_panics: bool
+) -> Iterator[tuple[IndexedFunction, bool]]:
+    """The callers that fail when the callee does, each with whether it then panics:
+    it calls a callee that panics, or it unwraps the callee's error."""
     if gpu_code.is_test(callee.fn):
         return
     for key in definition_keys(callee.fn):
         for index in ws.callers.get(key, ()):
             caller = ws.functions[index]
-            if any(
-                call.name == callee.fn.name
-                and _passes_on_failure(caller.fn.text, call.offset, caller.fn.ret)
-                and _the_one_reached(call, ws.resolve(call, caller), caller) is callee
-                for call in caller.fn.calls
-            ):
-                yield caller
+            if gpu_code.is_cpu_build(caller.fn.attrs + caller.fn.outer_attrs):
+                continue  # compiled only without the GPU feature: it never reaches the GPU code
+            for call in caller.fn.calls:
+                if call.name != callee.fn.name:
+                    continue
+                text = caller.fn.text
+                if not (callee_panics or _passes_on_failure(text, call.offset, caller.fn.ret)):
+                    continue
+                if _in_gpu_gated_code(caller.fn, call.offset):
+                    continue
+                if _the_one_reached(call, ws.resolve(call, caller), caller) is callee:
+                    end = text.find(b";", call.offset)
+                    unwrapped = _PANICS.search(text, call.offset, len(text) if end < 0 else end)
+                    yield caller, callee_panics or unwrapped is not None
+                    break
 
 
 def _the_one_reached(

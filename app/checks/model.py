@@ -152,6 +152,21 @@ class FileFacts:
     # Functions of `extern "C"` blocks: (name, whether its signature takes or gives
     # device memory, a stream or a GPU handle).
     ffi_functions: tuple[tuple[str, bool], ...] = ()
+    # The tests a `macro_rules!` macro writes out where it is invoked: (macro, test).
+    test_templates: tuple[tuple[str, Function], ...] = ()
+    # Macro invocations at item level, where a test template may be written out.
+    item_macros: tuple[ItemMacro, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ItemMacro:
+    """`impl_ntt_tests!(ScalarField);` in a `#[cfg(test)] mod tests`: where and in what
+    scope an item-level macro is invoked."""
+
+    name: str
+    line: int
+    modules: tuple[str, ...]
+    outer_attrs: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

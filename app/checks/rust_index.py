@@ -26,6 +26,7 @@ from app.checks.model import (
     FileFacts,
     Function,
     GpuSource,
+    ItemMacro,
     Literal,
     Macro,
     Region,
@@ -33,7 +34,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "37"
+EXTRACTOR_VERSION = "38"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -311,12 +312,29 @@ def _qualifier_before(text: bytes, end: int) -> str:
         else:
             break
     path = text[first:end]
+    if path.startswith(b"<"):
+        path = _trait_of_qualified_path(path)
     while b"<" in path:
         shorter = _GENERIC_ARGS.sub(b"", path)  # innermost generic arguments first
         if shorter == path:
             break
         path = shorter
     return _DOUBLED_SEPARATOR.sub(b"::", path).decode().strip(": ")
+
+
+def _trait_of_qualified_path(path: bytes) -> bytes:
+    """``NTT<F>`` of ``<<F as FieldImpl>::Config as NTT<F>>``: a call by the
+    fully-qualified syntax is a call of the trait's method."""
+    depth = 0
+    split = -1
+    for i in range(1, len(path) - 1):
+        if path[i] == 0x3C:
+            depth += 1
+        elif path[i] == 0x3E:
+            depth -= 1
+        elif depth == 0 and path.startswith(b" as ", i):
+            split = i + 4
+    return path[split:-1].strip() if split > 0 and path.endswith(b">") else path
 
 
 def _opening_angle(text: bytes, closing: int) -> int:
@@ -728,6 +746,21 @@ def _spliced_proptest_blocks(source: bytes, root: Node) -> tuple[bytes, list[tup
     return _blank(source, spans), rows
 
 
+_MACRO_RULES_NAME = re.compile(rb"macro_rules!\s*([A-Za-z_]\w*)")
+
+
+def _template_of(row: int, template_rows: list[tuple[int, int]], source: bytes) -> str:
+    """The name of the `macro_rules!` macro whose expansion the row is in, "" when none."""
+    for first, last in template_rows:
+        if first <= row <= last:
+            start = 0
+            for _ in range(first - 1):
+                start = source.index(b"\n", start) + 1
+            named = _MACRO_RULES_NAME.search(source, start)
+            return named.group(1).decode() if named else ""
+    return ""
+
+
 def _within(row: int, spans: list[tuple[int, int]]) -> bool:
     return any(first <= row <= last for first, last in spans)
 
@@ -746,6 +779,7 @@ def extract(source: bytes) -> FileFacts:
     # blocks: their parse errors are the splice's, not the file's.
     template_rows: list[tuple[int, int]] = []
     proptest_rows: list[tuple[int, int]] = []
+    as_written = source  # the splices below blank the names of `macro_rules!` macros
     for marker, splice, rows in (
         (b"macro_rules!", _spliced_macro_bodies, template_rows),
         (b"proptest!", _spliced_proptest_blocks, proptest_rows),
@@ -836,6 +870,7 @@ def extract(source: bytes) -> FileFacts:
 
     file_attrs = _file_attributes(tree.root_node)
     functions: list[Function] = []
+    test_templates: list[tuple[str, Function]] = []
     starts: list[int] = []
     ends: list[int] = []
     fn_nodes.sort(key=lambda n: n.start_byte)
@@ -844,28 +879,31 @@ def extract(source: bytes) -> FileFacts:
         if body is None:
             continue
         attrs, doc, first_line = _attributes(node)
-        if _within(first_line, template_rows) and any(TEST_ATTR.search(a) for a in attrs):
-            continue  # a test template: which device it runs on is up to where it is expanded
         scope = _Scope(node, file_attrs)
         ret = node.child_by_field_name("return_type")
-        functions.append(
-            Function(
-                name=_text(node.child_by_field_name("name")),
-                impl_type=scope.impl_type,
-                trait=scope.trait,
-                modules=scope.modules,
-                attrs=tuple(attrs),
-                outer_attrs=scope.outer_attrs,
-                params=_text(node.child_by_field_name("parameters")),
-                ret=_text(ret),
-                line=first_line,
-                fn_line=node.start_point.row + 1,
-                end_line=node.end_point.row + 1,
-                body_line=body.start_point.row + 1,
-                text=blank[body.start_byte : body.end_byte],
-                doc=tuple(doc),
-            )
+        function = Function(
+            name=_text(node.child_by_field_name("name")),
+            impl_type=scope.impl_type,
+            trait=scope.trait,
+            modules=scope.modules,
+            attrs=tuple(attrs),
+            outer_attrs=scope.outer_attrs,
+            params=_text(node.child_by_field_name("parameters")),
+            ret=_text(ret),
+            line=first_line,
+            fn_line=node.start_point.row + 1,
+            end_line=node.end_point.row + 1,
+            body_line=body.start_point.row + 1,
+            text=blank[body.start_byte : body.end_byte],
+            doc=tuple(doc),
         )
+        if _within(first_line, template_rows) and any(map(TEST_ATTR.search, attrs)):
+            # A test template: it is a test of where the macro is invoked, on that crate's device.
+            template = _template_of(first_line, template_rows, as_written)
+            if template:
+                test_templates.append((template, function))
+            continue
+        functions.append(function)
         starts.append(body.start_byte)
         ends.append(body.end_byte)
 
@@ -878,7 +916,7 @@ def extract(source: bytes) -> FileFacts:
             i -= 1
         return -1
 
-    for fn in functions:
+    for fn in (*functions, *(test for _, test in test_templates)):
         fn.calls = _calls(fn.text)
         fn.constructs = _constructed_types(fn.text, fn.calls, fn.impl_type)
         fn.signals = _signals(fn.text.decode("latin-1"))
@@ -934,8 +972,18 @@ def extract(source: bytes) -> FileFacts:
                 Macro(name, qualifier, _text(args), node.start_byte - base, node.end_byte - base)
             )
     defined = {fn.name for fn in functions}
+    item_macros: list[ItemMacro] = []
     for node, name_node, args in macros:
         if owner(node.start_byte) < 0:
+            scope = _Scope(node, file_attrs)
+            item_macros.append(
+                ItemMacro(
+                    _text(name_node, 200).rpartition("::")[2],
+                    node.start_point.row + 1,
+                    scope.modules,
+                    scope.outer_attrs,
+                )
+            )
             functions.extend(_generated_functions(node, name_node, args, blank, defined, file_attrs))
             gpu_sources.extend(_kernel_source_item(node, args))
             device_static = _device_static(args)
@@ -967,4 +1015,6 @@ def extract(source: bytes) -> FileFacts:
         gpu_device_aliases=tuple(gpu_aliases),
         type_aliases=tuple(type_aliases),
         ffi_functions=tuple(ffi_functions),
+        test_templates=tuple(test_templates),
+        item_macros=tuple(item_macros),
     )

@@ -13,10 +13,10 @@ import functools
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.checks import gpu_code
-from app.checks.model import Call, FileFacts, Function
+from app.checks.model import Call, FileFacts, Function, ItemMacro
 from app.checks.rust_index import KERNEL_FILE_EXTENSIONS
 from app.config import RepoConfig
 
@@ -104,6 +104,26 @@ def _on_self(call: Call, caller: Function) -> bool:
     return bool(_SELF_RECEIVER.search(caller.text, max(0, call.offset - 16), call.offset))
 
 
+def _written_out(
+    invocations: Iterable[ItemMacro], templates: dict[str, list[Function]]
+) -> Iterator[Function]:
+    """The tests that a file's item-level macro invocations write out from test
+    templates (icicle's `impl_ntt_tests!(ScalarField)` in a curve crate's `mod tests`),
+    placed at the invocation, in its modules and under its attributes: where the tests
+    are expanded decides the device they run on."""
+    for invocation in invocations:
+        for test in templates.get(invocation.name, ()):
+            yield replace(
+                test,
+                line=invocation.line,
+                fn_line=invocation.line,
+                end_line=invocation.line,
+                body_line=invocation.line,
+                modules=invocation.modules,
+                outer_attrs=invocation.outer_attrs,
+            )
+
+
 def definition_keys(fn: Function) -> Iterator[Key]:
     if fn.impl_type or fn.trait:
         yield ("m", fn.name)
@@ -164,9 +184,13 @@ class Workspace:
         self.files = list(files)
         gpu_consts = {s.name for f in self.files for s in f.facts.gpu_sources}
         self.functions: list[IndexedFunction] = []
+        templates: dict[str, list[Function]] = {}
+        for source in self.files:
+            for macro, test in source.facts.test_templates:
+                templates.setdefault(macro, []).append(test)
         for source in self.files:
             gpu_location = gpu_code.in_gpu_path(source.path, config.gpu_paths)
-            for fn in source.facts.functions:
+            for fn in (*source.facts.functions, *_written_out(source.facts.item_macros, templates)):
                 all_attrs = fn.attrs + fn.outer_attrs
                 self.functions.append(
                     IndexedFunction(
@@ -240,11 +264,13 @@ class Workspace:
         """A call to a GPU routine defined outside the workspace (a GPU crate's API) is
         evidence too: its body cannot be read here."""
         for call in fn.calls:
-            if self._is_external_gpu_routine(call, fn):
+            if self.is_external_gpu_routine(call, fn):
                 return f"calls the external GPU routine `{_display(call)}` at line {fn.line_of(call.offset)}"
         return ""
 
-    def _is_external_gpu_routine(self, call: Call, caller: Function) -> bool:
+    def is_external_gpu_routine(self, call: Call, caller: Function) -> bool:
+        """The call reaches GPU code outside the workspace: a GPU crate's API, a foreign
+        function of GPU code, a routine named for the GPU that nothing here defines."""
         if call.is_method:
             return False
         key = call_key(call, caller)  # the dict lookup first: most calls resolve
@@ -331,7 +357,7 @@ class Workspace:
         for target in self.resolve(call, caller):
             if target.evidence:
                 return f"calls `{call.name}` ({target.path}:{target.fn.fn_line})"
-        if self._is_external_gpu_routine(call, caller.fn):
+        if self.is_external_gpu_routine(call, caller.fn):
             return f"calls the external GPU routine `{_display(call)}`"
         return ""
 
