@@ -476,6 +476,7 @@ def test_the_code_check_counts_only_the_rust_files_of_the_change(
         ("Fix non-cuda scale", "", []),  # a fix for the builds without the GPU
         ("Scale (#54)", "* Host functionality, tests\n* Scale on CUDA added", ["Scale"]),  # the verb after
         ("", "Scale for the GPU was implemented.", ["Scale"]),
+        ("", "Claim shapes 'Scale on CUDA added' and 'scale for the GPU' are read.", []),  # quoted
     ],
 )
 def test_claim_shapes(title: str, body: str, subjects: list[str]) -> None:

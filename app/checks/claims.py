@@ -19,6 +19,7 @@ from app.checks.prose import (
     NAME_FAMILY,
     PLUMBING_NAME,
     Sentence,
+    in_quotes,
     names_subject,
     subject_words,
 )
@@ -449,8 +450,8 @@ def _clause_claims(clause: str, line: int) -> list[Claim]:
     for soft, patterns in ((False, CLAIM_PATTERNS), (True, SOFT_CLAIM_PATTERNS)):
         for pattern in patterns:
             found = pattern.search(clause)
-            if not found:
-                continue
+            if not found or in_quotes(clause, found.end() - 1, found.end() - 1):
+                continue  # "the 'X on CUDA added' shape": its words are quoted, not said
             if _NOT_A_CLAIM.search(clause[: found.end()]) or HOST_WORD.search(found.group()):
                 return []
             groups = found.groupdict()

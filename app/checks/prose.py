@@ -128,6 +128,16 @@ NOT_DONE_WORK = re.compile(
     r"|(?<!gpu )(?<!cuda )(?<!metal )panics?)\b",  # "Fix X GPU panic" says X now works on the GPU
     re.I,
 )
+# Quotation marks: straight, curly, or single ones that are not an apostrophe. What
+# they hold is named, not said.
+QUOTATION = re.compile(r"\"[^\"\n]{1,200}\"|“[^”\n]{1,200}”|(?<!\w)'[^'\n]{1,200}'(?!\w)")
+
+
+def in_quotes(text: str, start: int, end: int) -> bool:
+    """Whether the span ``start:end`` of the text lies within one pair of quotation marks."""
+    return any(q.start() < start and end < q.end() for q in QUOTATION.finditer(text))
+
+
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Za-z][a-z]*|\d+")  # an acronym first: FILL, RMSNorm
 STOP_WORDS = frozenset(
     """a an the and or of for to on in into with by from at as is are was were be been it its this

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from app.checks.model import Severity
-from app.checks.prose import NEXT_STEP
+from app.checks.prose import NEXT_STEP, in_quotes
 from app.checks.rules.base import Hit, Rule
 
 if TYPE_CHECKING:
@@ -73,8 +73,6 @@ _LIMITED_CASES = re.compile(
     r"|types?|modes?|variants?|sizes?)\b|\b(?:inners?|variants?|cases?|schemas?|types?)\s+return\b",
     re.I,
 )
-# Quotation marks: straight, curly, or single ones that are not an apostrophe.
-_QUOTATION = re.compile(r"\"[^\"\n]{1,200}\"|“[^”\n]{1,200}”|(?<!\w)'[^'\n]{1,200}'(?!\w)")
 # The opt-in, said or named: a mode the caller asks for by a name that says the CPU
 # (`runtime_for_name("gpu-or-cpu")`, `Device::GpuOrCpu`).
 _OPT_IN = re.compile(
@@ -144,7 +142,7 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
 def _quoted(text: str, found: re.Match[str]) -> bool:
     """Whether the phrase sits inside quotation marks: named, not said ('the rule flags
     "CPU fallback" wording')."""
-    return any(q.start() < found.start() and found.end() < q.end() for q in _QUOTATION.finditer(text))
+    return in_quotes(text, found.start(), found.end())
 
 
 def _said_of_no_fallback(before: str, found: re.Match[str], after: str) -> bool:
