@@ -192,48 +192,14 @@ def _passes_on_an_external_gpu_failure(item: IndexedFunction, ws: Workspace) -> 
     )
 
 
-_CFG_ATTR = re.compile(rb"#\[\s*cfg\s*\((?:[^\]\[]|\[[^\]]*\])*\)\s*\]")
-
-
 def _in_gpu_gated_code(fn: Function, offset: int) -> bool:
-    """The offset is in a block or statement compiled only with a GPU feature
+    """The offset is in a statement compiled only with a GPU feature
     (`#[cfg(feature = "cuda")] { .. }`): a build without the feature does not run it,
     so a test of that build passes without a GPU."""
-    text = fn.text
-    for attr in _CFG_ATTR.finditer(text, 0, offset):
-        if not gpu_code.has_gpu_cfg((_with_strings(fn, attr.start(), attr.end()),)):
-            continue
-        start = attr.end()
-        while start < len(text) and text[start] in b" \t\r\n":
-            start += 1
-        block = text[start : start + 1] == b"{"
-        end = _closing_brace(text, start) if block else text.find(b";", start)  # a block, or a statement
-        if start <= offset < (len(text) if end < 0 else end):
-            return True
-    return False
-
-
-def _with_strings(fn: Function, start: int, end: int) -> str:
-    """The body's text between the offsets with its string literals written back
-    (the body keeps them blanked)."""
-    written = fn.text[start:end].decode("latin-1")
-    for literal in fn.literals:
-        if start <= literal.offset < end:
-            at = literal.offset - start
-            written = written[:at] + literal.text + written[at + len(literal.text) :]
-    return written
-
-
-def _closing_brace(text: bytes, opening: int) -> int:
-    depth = 0
-    for i in range(opening, len(text)):
-        if text[i] == 0x7B:
-            depth += 1
-        elif text[i] == 0x7D:
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
+    return any(
+        region.kind == "cfg" and region.start <= offset < region.end and gpu_code.has_gpu_cfg((region.head,))
+        for region in fn.regions
+    )
 
 
 def _callers_failing_with(

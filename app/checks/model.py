@@ -59,11 +59,11 @@ class Branch(NamedTuple):
 
 
 class Region(NamedTuple):
-    """Code that runs in a special case: a ``let .. else`` block or an error handler
-    closure (``unwrap_or_else(|_| ..)``)."""
+    """Code that runs in a special case: a ``let .. else`` block, an error handler
+    closure (``unwrap_or_else(|_| ..)``), a statement under a ``#[cfg(..)]``."""
 
-    kind: str  # "let-else" | "handler"
-    head: str  # the let statement or the handler method name
+    kind: str  # "let-else" | "handler" | "cfg"
+    head: str  # the let statement, the handler method name, the cfg attribute
     start: int
     end: int
 

@@ -34,7 +34,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "38"
+EXTRACTOR_VERSION = "39"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -60,6 +60,7 @@ _QUERY = """
   alternative: (else_clause (_) @if.else)) @if
 (if_expression condition: (_) @if.cond consequence: (block) @if.then !alternative) @if
 (let_declaration alternative: (block) @letelse.block) @letelse
+(block (attribute_item) @gated.attr)
 (call_expression
   function: (field_expression field: (field_identifier) @handler.name)
   arguments: (arguments (closure_expression body: (_) @handler.body)))
@@ -506,6 +507,16 @@ class _Scope:
         self.outer_attrs = tuple(attrs)
 
 
+def _gated_statement(attr: Node) -> list[tuple[str, str, Node]]:
+    """A `#[cfg(..)]` inside a body and the statement it gates (past the other
+    attributes on it): `#[cfg(feature = "cuda")] { .. }`."""
+    text = _text(attr, 200)
+    statement = attr.next_named_sibling
+    while statement is not None and statement.type == "attribute_item":
+        statement = statement.next_named_sibling
+    return [("cfg", text, statement)] if statement is not None and "cfg" in text else []
+
+
 def _file_attributes(root: Node) -> tuple[str, ...]:
     """`#![cfg(feature = "gpu")]` at the top of a file gates all of it."""
     return tuple(_text(c) for c in root.named_children if c.type == "inner_attribute_item")
@@ -795,8 +806,7 @@ def extract(source: bytes) -> FileFacts:
     fn_nodes: list[Node] = []
     arms: list[tuple[Node, Node, Node, Node]] = []
     ifs: list[tuple[Node, Node, Node, Node | None]] = []
-    let_elses: list[tuple[Node, Node]] = []
-    handlers: list[tuple[str, Node]] = []
+    regions: list[tuple[str, str, Node]] = []  # (kind, head, the code that runs in that case)
     macros: list[tuple[Node, Node, Node]] = []
     comments: list[Node] = []
     strings: list[Node] = []
@@ -820,11 +830,13 @@ def extract(source: bytes) -> FileFacts:
                 (caps["if"][0], caps["if.cond"][0], caps["if.then"][0], else_nodes[0] if else_nodes else None)
             )
         elif "letelse" in caps:
-            let_elses.append((caps["letelse"][0], caps["letelse.block"][0]))
+            regions.append(("let-else", _text(caps["letelse"][0], 200), caps["letelse.block"][0]))
+        elif "gated.attr" in caps:
+            regions.extend(_gated_statement(caps["gated.attr"][0]))
         elif "handler.name" in caps:
             name = _text(caps["handler.name"][0])
             if name in _HANDLER_METHODS:
-                handlers.append((name, caps["handler.body"][0]))
+                regions.append(("handler", name, caps["handler.body"][0]))
         elif "macro" in caps:
             macros.append((caps["macro"][0], caps["macro.name"][0], caps["macro.args"][0]))
         elif "comment" in caps:
@@ -948,20 +960,11 @@ def extract(source: bytes) -> FileFacts:
                     els.end_byte - base if els is not None else -1,
                 )
             )
-    for stmt, block in let_elses:
-        fi = owner(stmt.start_byte)
+    for kind, head, code in regions:
+        fi = owner(code.start_byte)
         if fi >= 0:
             base = starts[fi]
-            functions[fi].regions.append(
-                Region("let-else", _text(stmt, 200), block.start_byte - base, block.end_byte - base)
-            )
-    for name, hbody in handlers:
-        fi = owner(hbody.start_byte)
-        if fi >= 0:
-            base = starts[fi]
-            functions[fi].regions.append(
-                Region("handler", name, hbody.start_byte - base, hbody.end_byte - base)
-            )
+            functions[fi].regions.append(Region(kind, head, code.start_byte - base, code.end_byte - base))
     for node, name_node, args in macros:
         fi = owner(node.start_byte)
         if fi >= 0:

@@ -118,7 +118,9 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
         if _OPT_IN.search(sentence.text):
             continue  # the allowed "opt-in fallback gated by ..." vocabulary
         for pattern in FORBIDDEN:
-            found = next((m for m in pattern.finditer(sentence.text) if not _quoted(sentence.text, m)), None)
+            # a phrase inside quotation marks is named, not said ('the rule flags "CPU fallback"')
+            text = sentence.text
+            found = next((m for m in pattern.finditer(text) if not in_quotes(text, m.start(), m.end())), None)
             if not found:
                 continue
             before = sentence.text[max(0, found.start() - 40) : found.start()]
@@ -137,12 +139,6 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
                 f'GPU; returns Err(GpuError::...) when the GPU is not available".',
             )
             break
-
-
-def _quoted(text: str, found: re.Match[str]) -> bool:
-    """Whether the phrase sits inside quotation marks: named, not said ('the rule flags
-    "CPU fallback" wording')."""
-    return in_quotes(text, found.start(), found.end())
 
 
 def _said_of_no_fallback(before: str, found: re.Match[str], after: str) -> bool:
