@@ -15,13 +15,14 @@ kinds of case:
   filecoin-project/bellperson for ``heldout18_bellperson``; sonos/tract for
   ``heldout19_tract``; cryscan/web-rwkv and linebender/vello for ``heldout20_*``;
   charles-r-earp/autograph for ``heldout21_autograph``; lambdaclass/lambdaworks for
-  ``heldout22_lambdaworks``; risc0/risc0 for ``heldout23_risc0``; Rust-GPU/Rust-CUDA for
-  ``heldout24_rustcuda``; argumentcomputer/neptune for ``heldout25_neptune``;
-  ingonyama-zk/icicle for ``heldout26_icicle``; a file the mirror lacks, such as a
-  large compiled ``.ptx``, is left out of the case's tree with a note on stderr). The
-  description is the commit message (read from the git dir at run time, never stored
-  in this repository; a GitHub merge commit's body is the pull request's title) and
-  the change is ``commit^..commit`` (a merge's first parent: the whole pull request).
+  ``heldout22_lambdaworks``; risc0/risc0 for ``heldout23_risc0``; Rust-GPU/Rust-CUDA
+  for ``heldout24_rustcuda``; argumentcomputer/neptune for ``heldout25_neptune``;
+  ingonyama-zk/icicle for ``heldout26_icicle``; zama-ai/tfhe-rs for ``heldout27_tfhe``;
+  a file the mirror lacks, such as a large compiled ``.ptx``, is left out of the case's
+  tree with a note on stderr). The description is the commit message (read from the git
+  dir at run time, never stored in this repository; a GitHub merge commit's body is the
+  pull request's title) and the change is ``commit^..commit`` (a merge's first parent:
+  the whole pull request).
 * ``adversarial``: a hand-written ``title`` and ``body`` with a tiny Rust workspace:
   ``base_files`` (the base state, possibly empty) and ``files`` (the head state).
 

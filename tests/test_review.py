@@ -1935,6 +1935,13 @@ def test_a_title_about_the_plumbing_of_gpu_code_claims_nothing(title: str) -> No
         "Implement CUDA 12.9 architecture suffixes",
         "Avoid compiling any OpenCL on macos.",  # a build setting
         "fixup gpu constraints",  # a type's bounds
+        "fix(gpu): compile",  # a build fix
+        "fix(gpu): reduce softmax test iterations under compute-sanitizer",  # the tests' settings
+        "Port some compiletests from rust-gpu",
+        "Initial work on the softmax shader",  # work begun, not done
+        "WIP: softmax on wgpu",
+        "feat: add softmax_if_available for graceful Metal fallback",  # about a fallback
+        "Throw error when softmax on wgpu gets a dtype not supported in WGSL",  # error handling
     ],
 )
 def test_a_title_about_builds_files_tests_or_edits_inside_gpu_code_claims_nothing(title: str) -> None:
@@ -1957,6 +1964,7 @@ def test_declaring_a_drivers_functions_is_no_gpu_work() -> None:
         "Fix softmax shader on wgpu",
         "softmax shader implementation + test",  # the test comes with the op
         "Fix softmax shader for larger inputs and add an additional test",
+        "fix(gpu): fix softmax shader when the row is not a multiple of 4",  # the case fixed, negated
     ],
 )
 def test_a_title_that_puts_an_op_on_the_gpu_still_claims_it(title: str) -> None:
@@ -2066,6 +2074,60 @@ def test_a_foreign_function_on_device_memory_or_in_a_gpu_module_is_backend_evide
     binding = f'extern "C" {{\n    pub fn sppark_poseidon_rows({signature}) -> i32;\n}}\n'
     found = _evidence_of({path: binding, "src/hash.rs": _HASH_ROWS}, "hash_rows")
     assert bool(found) is evidence, found
+
+
+@pytest.mark.parametrize(
+    ("name", "evidence"),
+    [
+        ("cuda_poseidon_rows", True),  # a foreign function of the GPU module, named for its backend
+        ("cuda_get_device_count", False),  # ... that only reads a property of the device
+    ],
+)
+def test_a_foreign_function_of_gpu_code_named_for_its_backend_is_evidence_unless_an_accessor(
+    name: str, evidence: bool
+) -> None:
+    binding = f'extern "C" {{\n    pub fn {name}(d_out: *mut u8, d_in: *const u8, rows: usize) -> i32;\n}}\n'
+    caller = _HASH_ROWS.replace("sppark_poseidon_rows", name)
+    found = _evidence_of({"cuda-backend/src/bindings.rs": binding, "src/hash.rs": caller}, "hash_rows")
+    assert bool(found) is evidence, found
+
+
+@pytest.mark.parametrize(
+    ("name", "gpu"),
+    [
+        ("CudaSlice", True),
+        ("QMetalStorage", True),
+        ("GPUBuffer", True),
+        ("wgpu", True),
+        ("cudarc", True),
+        ("mpsc", False),
+        ("Ownership", False),
+        ("Nonmetal", False),
+    ],
+)
+def test_a_type_is_named_for_the_gpu_by_a_whole_part_of_its_name(name: str, gpu: bool) -> None:
+    """`mpsc::channel()` is a standard channel, not Apple's MPS."""
+    assert bool(gpu_code.GPU_TYPE_NAME.search(name)) is gpu
+
+
+def test_the_files_of_a_module_declared_under_cfg_test_are_test_code() -> None:
+    stub = "pub fn gpu_square(x: &[f32]) -> Vec<f32> {\n    todo!()\n}\n"
+    sources = {
+        "src/lib.rs": "#[cfg(test)]\nmod helpers;\nmod ops;\n",
+        "src/helpers.rs": stub,  # beside lib.rs
+        "src/helpers/inner.rs": stub,  # a module of the test module
+        "src/ops.rs": "mod kernels {\n    #[cfg(test)]\n    mod checks;\n}\n",
+        "src/ops/kernels/checks.rs": stub,  # in the folder of the file that declares it, inline modules too
+        "src/ops/kernels.rs": stub,  # compiled for users
+    }
+    ws = Workspace([SourceFile(p, extract(c.encode())) for p, c in sources.items()], RepoConfig())
+    support = {f.path: f.support_code for f in ws.functions}
+    assert support == {
+        "src/helpers.rs": True,
+        "src/helpers/inner.rs": True,
+        "src/ops/kernels/checks.rs": True,
+        "src/ops/kernels.rs": False,
+    }
 
 
 def test_a_type_alias_stands_for_its_type_in_calls_and_in_the_values_a_test_builds() -> None:

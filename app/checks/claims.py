@@ -160,7 +160,7 @@ _NOT_A_CLAIM = re.compile(
     r"|plan to|will|would|should|could|might|future|follow[- ]?up|scaffolding|stub|stubbed|reference"
     r"|pre-flight|instead of|rather than|removed?|revert(?:ed|s)?|pytorch|torch"
     r"|drop(?:ped|s)?(?!\s+(?:with|in|on|when|under)\b)"  # not "a performance drop with Metal"
-    r"|pre-?existing|already|disabl\w*)\b|\bnext(?:\s+steps?)?\s*:|\btests?\s+(?:for|of|cover\w*)\b"
+    r"|pre-?existing|already|disabl\w*|wip|work\s+in\s+progress|initial\s+work)\b|\bnext(?:\s+steps?)?\s*:|\btests?\s+(?:for|of|cover\w*)\b"
     rf"|\bskip(?:s|ped|ping)?\s+(?:the\s+)?(?:gpu|{_BACKENDS}|{_KERNEL})\b"  # "skip Metal kernels when .."
     # "Added empty backend to Metal": a backend or kernel that does nothing is no GPU work.
     rf"|\b(?:empty|dummy|placeholder|no-?op|mock|fake)\s+(?:(?:gpu|{_BACKENDS})\s+)?"
@@ -215,6 +215,9 @@ _UPKEEP = re.compile(
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*"
     r"|cargo|rerun-if-changed|when\s+(?:building|compiling)"
     r"|(?:avoid|skip|stop)\w*\s+(?:compil|build|link)\w*)\b"  # "Avoid compiling any OpenCL on macos"
+    # "Port some compiletests", "reduce bitonic shuffle test iterations": the tests' own settings
+    r"|\b(?:compile|unit|integration|smoke|regression)[- ]?tests?\b"
+    r"|\btests?\s+(?:iterations?|sizes?|tolerances?|timeouts?|param\w*|inputs?|data)\b"
     # "Fix cargo risczero guest test (#3592)" is about a test; "erf operator + test" is not
     r"|^(?!.*(?:\s(?:and|with|plus)\s|\s[+&]\s)).*\btests?\W*(?:\(#\d+\))?\W*$",
     re.I,
@@ -250,10 +253,13 @@ _PLUMBING_HEAD = re.compile(
     r"|builders?|(?:architecture|arch)\s+(?:suffix\w*|names?|lists?)"
     r"|structure|structs?|enums?|scaffold\w*|skeleton|boilerplate"
     r"|constraints?|(?:trait\s+)?bounds)\W*$"  # "fixup gpu constraints": a type's bounds
-    r"|^\W*(?:mods?|modules?|pocs?)\W*$",  # "cuda mod and poc"; "attention module" names an op
+    r"|^\W*(?:mods?|modules?|pocs?|compil\w*|build(?:s|ing)?)\W*$",  # "cuda mod and poc", "fix(gpu): compile"
     re.I,
 )
 _REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
+# "fix delta calculation when Torus is not a 64-bit type": the case a fix is for, whose
+# negation negates the case, not the claim.
+_CONDITION = re.compile(r"\s+(?:when|if|unless|whenever)\b.*", re.I)
 _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
 _FALLBACK = re.compile(r"\bfall(?:s|ing)?[- ]?backs?\b", re.I)
@@ -381,21 +387,27 @@ def title_topic(title: Sentence) -> Claim | None:
     only the backend ("added cuda support") is about that backend's code in the diff."""
     text = title.with_code or title.text
     # "reuse cuda devices instead of instantiating contexts": what is replaced is no claim,
-    # and names no negation or host of the work claimed.
+    # and names no negation or host of the work claimed; nor does the case a fix is for.
     said = _REPLACED.split(text, maxsplit=1)[0]
-    if _UPKEEP.search(text) or HOST_WORD.search(said) or _NOT_A_CLAIM.search(said):
+    unconditioned = _CONDITION.split(said, maxsplit=1)[0]
+    if _UPKEEP.search(text) or HOST_WORD.search(said) or _NOT_A_CLAIM.search(unconditioned):
         return None
     unlabelled = _BRANCH_PREFIX.sub(" ", said)
-    subject = " ".join(_TOPIC_NOISE.sub(" ", unlabelled).split()).strip(" .:-+")
+    subject = _topic_of(unlabelled)
     backend = _BACKEND_NAME.search(unlabelled)
     if not subject and backend:
         subject = f"{backend.group()} backend"  # "added cuda support", "Fixing metal backend."
     parts = _topic_parts(unlabelled)  # "cuda mod and poc": each thing it lists is plumbing
-    if not subject or _PLUMBING_HEAD.search(subject) or (parts and all(map(_PLUMBING_HEAD.search, parts))):
+    # "Throw error when Cast tries to convert data types not supported": the plumbing
+    # named before the case it is for.
+    plumbing = _PLUMBING_HEAD.search(subject) or _PLUMBING_HEAD.search(
+        _topic_of(_BRANCH_PREFIX.sub(" ", unconditioned))
+    )
+    if not subject or plumbing or (parts and all(map(_PLUMBING_HEAD.search, parts))):
         return None
+    if _FALLBACK.search(text):
+        return None  # "eliminate 3 silent fallbacks in codegen", "add X for graceful Metal fallback"
     of_an_op = not _BACKEND_WORD.search(text)
-    if of_an_op and _FALLBACK.search(text):
-        return None  # "eliminate 3 silent fallbacks in codegen": about fallbacks, not an op
     on_the_gpu = bool(_ON_THE_GPU.search(text))
     return Claim(text, subject, title.line, soft=not on_the_gpu, topic=True, of_an_op=of_an_op)
 
@@ -404,7 +416,12 @@ def _topic_parts(title: str) -> list[str]:
     """The things a title's topic lists ("cuda mod and poc" is two), without the words
     that are not its topic."""
     parts = re.split(r"\s*(?:,|/|&|\+|\band\b)\s*", title)
-    return [p for p in (" ".join(_TOPIC_NOISE.sub(" ", part).split()).strip(" .:-+") for part in parts) if p]
+    return [p for p in map(_topic_of, parts) if p]
+
+
+def _topic_of(title: str) -> str:
+    """A title without the words that are not its topic."""
+    return " ".join(_TOPIC_NOISE.sub(" ", title).split()).strip(" .:-+")
 
 
 def _said_of_the_device(text: str) -> bool:

@@ -16,14 +16,18 @@ from app.checks.model import Function
 
 # `OpenCL` but not `OpenClip` (a CLIP model): the word ends where a lowercase letter would go on.
 _GPU_WORDS = (
-    r"gpu|cuda|cudnn|cublas|cublaslt|cubecl|wgpu|ptx|metal|mps|xpu|rocm|hip|vulkan|nccl"
+    r"gpu|cuda|cudarc|cudnn|cublas|cublaslt|cubecl|wgpu|ptx|metal|mps|xpu|rocm|hip|vulkan|nccl"
     r"|(?-i:[Oo]pen(?:cl|CL)(?![a-z]))"
 )
 # In a function name, `ptx` is usually host code handling kernel text (generate_ptx),
 # and a `*_launch` suffix names SIMD routines in CPU backends too.
 _GPU_NAME_WORDS = r"gpu|cuda|cudnn|cublas|cublaslt|cubecl|wgpu|metal|mps|xpu|rocm|hip|vulkan|nccl|opencl"
 GPU_NAME = re.compile(rf"(?:^|_)(?:{_GPU_NAME_WORDS})(?:_|$|\d)|^launch_", re.I)
-GPU_TYPE_NAME = re.compile(rf"(?:{_GPU_WORDS})", re.I)
+# A type or module named for the GPU (`CudaSlice`, `QMetalStorage`, `GPUBuffer`, `wgpu`):
+# the word starts the name or one of its camel-case or `_` parts and ends one, so
+# `mpsc`, `Ownership` and `Nonmetal` name nothing of the GPU.
+_NAME_PART_START = r"(?:(?<![A-Za-z])|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]))"
+GPU_TYPE_NAME = re.compile(rf"{_NAME_PART_START}(?i:{_GPU_WORDS})(?![a-z])")
 # A path segment (or a `-`/`_`-separated part of one) that names a GPU backend.
 _BACKEND_PATH_WORDS = r"gpu|cuda|wgpu|metal|mps|xpu|rocm|vulkan|cudnn|cublas|opencl"
 # The GPU backends, by family, as files, names and prose spell them: `ferrotorch-mps/`
@@ -146,7 +150,12 @@ def is_support_code(fn: Function, path: str) -> bool:
         return True
     if "build" in parts[:-1] and "src" not in parts[: parts.index("build")]:
         return True  # `crates/x/build/gemm.rs`: the modules of a build script, beside `src/`
-    return any("cfg(test)" in a.replace(" ", "") for a in fn.outer_attrs) or "tests" in fn.modules
+    return is_test_gated(fn.outer_attrs) or "tests" in fn.modules
+
+
+def is_test_gated(attrs: tuple[str, ...]) -> bool:
+    """Under ``#[cfg(test)]``: compiled for the crate's tests only."""
+    return any("cfg(test)" in attr.replace(" ", "") for attr in attrs)
 
 
 def in_gpu_path(path: str, gpu_paths: tuple[str, ...]) -> bool:

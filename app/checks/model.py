@@ -156,6 +156,10 @@ class FileFacts:
     test_templates: tuple[tuple[str, Function], ...] = ()
     # Macro invocations at item level, where a test template may be written out.
     item_macros: tuple[ItemMacro, ...] = ()
+    # Modules declared under `#[cfg(test)]` whose code is in files of their own
+    # (`#[cfg(test)] mod tests_signed;`), by their path below this file's module
+    # ("tests_signed", "inner/tests").
+    test_modules: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

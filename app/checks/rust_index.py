@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
-from app.checks.gpu_code import TEST_ATTR
+from app.checks.gpu_code import TEST_ATTR, is_test_gated
 from app.checks.model import (
     Arm,
     Branch,
@@ -34,7 +34,7 @@ from app.checks.model import (
 )
 
 # Bump when the facts change shape or meaning: it is part of the cache key.
-EXTRACTOR_VERSION = "39"
+EXTRACTOR_VERSION = "40"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -74,6 +74,7 @@ _QUERY = """
 (use_declaration) @use
 (type_item name: (type_identifier) @alias.name type: (_) @alias.type)
 (foreign_mod_item body: (declaration_list (function_signature_item name: (identifier) @ffi.name) @ffi))
+(mod_item name: (identifier) @modfile.name !body) @modfile
 (ERROR) @error
 """
 
@@ -815,6 +816,7 @@ def extract(source: bytes) -> FileFacts:
     gpu_aliases: list[tuple[str, tuple[str, ...]]] = []
     type_aliases: list[tuple[str, str]] = []
     ffi_functions: list[tuple[str, bool]] = []
+    module_files: list[Node] = []  # `mod name;`: a module whose code is in a file of its own
     error_rows: list[int] = []
 
     for _, caps in matches:
@@ -859,6 +861,8 @@ def extract(source: bytes) -> FileFacts:
             ffi_functions.append(
                 (_text(caps["ffi.name"][0]), _DEVICE_MEMORY_TYPE.search(signature) is not None)
             )
+        elif "modfile" in caps:
+            module_files.append(caps["modfile"][0])
         elif "error" in caps:
             row = caps["error"][0].start_point.row + 1
             if not _within(row, template_rows + proptest_rows):
@@ -881,6 +885,11 @@ def extract(source: bytes) -> FileFacts:
     ]
 
     file_attrs = _file_attributes(tree.root_node)
+    test_modules: list[str] = []
+    for node in module_files:
+        scope = _Scope(node, file_attrs)
+        if is_test_gated((*_attributes(node)[0], *scope.outer_attrs)):
+            test_modules.append("/".join((*scope.modules, _text(node.child_by_field_name("name")))))
     functions: list[Function] = []
     test_templates: list[tuple[str, Function]] = []
     starts: list[int] = []
@@ -1020,4 +1029,5 @@ def extract(source: bytes) -> FileFacts:
         ffi_functions=tuple(ffi_functions),
         test_templates=tuple(test_templates),
         item_macros=tuple(item_macros),
+        test_modules=tuple(test_modules),
     )

@@ -36,6 +36,8 @@ _GENERIC_METHODS = frozenset(
 _ACCESSOR = re.compile(
     r"^(?:is|has|as|with|set|get|new|num|device|cuda|gpu|to|from|into|try_from|default|clone)(?:_|$)"
 )
+# The backend a foreign function's name starts with, before what it does.
+_GPU_NAME_PREFIX = re.compile(r"^(?:cuda|gpu)_", re.I)
 # Error, result and configuration types: naming one is no GPU work.
 _PLAIN_TYPE = re.compile(r"(?:Error|Err|Result|Kind|Config|Options|Info|Id)$")
 # Neither reachability (which test exercises what) nor evidence follows a method name
@@ -124,6 +126,26 @@ def _written_out(
             )
 
 
+def _test_module_files(files: Iterable[SourceFile]) -> Callable[[str], bool]:
+    """Whether a file holds a module declared under `#[cfg(test)]` elsewhere
+    (`#[cfg(test)] mod tests_signed;` in `radix/mod.rs` makes `radix/tests_signed.rs`
+    and everything under `radix/tests_signed/` test code), by Rust's rules for where a
+    module's file is: beside `mod.rs`, `lib.rs` and `main.rs`, in a folder named after
+    any other file."""
+    roots: list[str] = []
+    for source in files:
+        folder, _, name = source.path.rpartition("/")
+        stem = name.removesuffix(".rs")
+        base = folder if stem in ("mod", "lib", "main") else f"{folder}/{stem}" if folder else stem
+        for module in source.facts.test_modules:
+            roots.append(f"{base}/{module}" if base else module)
+    if not roots:
+        return lambda path: False
+    prefixes = tuple(f"{root}/" for root in roots)
+    whole_files = frozenset(f"{root}.rs" for root in roots)
+    return lambda path: path in whole_files or path.startswith(prefixes)
+
+
 def definition_keys(fn: Function) -> Iterator[Key]:
     if fn.impl_type or fn.trait:
         yield ("m", fn.name)
@@ -188,8 +210,10 @@ class Workspace:
         for source in self.files:
             for macro, test in source.facts.test_templates:
                 templates.setdefault(macro, []).append(test)
+        in_a_test_module = _test_module_files(self.files)
         for source in self.files:
             gpu_location = gpu_code.in_gpu_path(source.path, config.gpu_paths)
+            test_module = in_a_test_module(source.path)
             for fn in (*source.facts.functions, *_written_out(source.facts.item_macros, templates)):
                 all_attrs = fn.attrs + fn.outer_attrs
                 self.functions.append(
@@ -198,7 +222,7 @@ class Workspace:
                         file=source,
                         claim=gpu_code.gpu_claim_reason(fn),
                         gpu_location=gpu_location,
-                        support_code=gpu_code.is_support_code(fn, source.path),
+                        support_code=test_module or gpu_code.is_support_code(fn, source.path),
                         cpu_build=gpu_code.is_cpu_build(all_attrs),
                         moves_data=bool(gpu_code.TRANSFER_NAME.search(fn.name))
                         or fn.trait in _CONVERSION_TRAITS,
@@ -276,9 +300,13 @@ class Workspace:
         key = call_key(call, caller)  # the dict lookup first: most calls resolve
         if key is None or key in self.definitions:
             return False
-        if _ACCESSOR.match(call.name) or gpu_code.TRANSFER_NAME.search(call.name):
+        if gpu_code.TRANSFER_NAME.search(call.name):
             return False
-        if _GPU_CRATE_PATH.match(call.qualifier) or call.name in self._gpu_ffi:
+        if call.name in self._gpu_ffi:  # `cuda_add_lwe_vector_64(..)`, not `cuda_get_device_count()`
+            return not _ACCESSOR.match(_GPU_NAME_PREFIX.sub("", call.name))
+        if _ACCESSOR.match(call.name):
+            return False
+        if _GPU_CRATE_PATH.match(call.qualifier):
             return True  # `cudarc::driver::result::mem_get_info()`: the driver API itself
         owner = call.qualifier.rsplit("::", 1)[-1]
         gpu_owner = gpu_code.GPU_TYPE_NAME.search(owner) and not _PLAIN_TYPE.search(owner)
