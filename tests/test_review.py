@@ -1308,6 +1308,16 @@ def test_a_gpu_title_over_a_diff_without_gpu_code_cannot_be_verified() -> None:
     assert run_review(files, body="", title="Faster FP8 performance").claims == []
 
 
+def test_a_gpu_title_over_a_change_of_kernel_source_only_says_gpuproof_cannot_read_it() -> None:
+    files = {"cuda/src/keyswitch.cuh": "__host__ void scratch_keyswitch(size_t *size) { *size = 0; }\n"}
+    (claim,) = run_review(files, body="", title="fix(gpu): fix the keyswitch size computation").claims
+    assert not claim.backed
+    assert claim.missing == [
+        "the title puts work on the GPU, but the diff changes GPU code only in kernel source "
+        "(`cuda/src/keyswitch.cuh`), which gpuproof does not read: the claim cannot be verified"
+    ]
+
+
 def test_a_title_naming_a_backend_is_about_that_backends_code() -> None:
     files = {
         # a module's constructor that fills its weights on the device: GPU work, not the kernel

@@ -4,7 +4,7 @@ Step 4 and 5), and the hostile reviewer's questions of 4e answered from the code
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from app.checks.engine import HOST_DETOUR_RULES
@@ -541,12 +541,14 @@ def judge(
     changed: list[IndexedFunction],
     findings: list[Finding],
     held: list[Finding],
+    kernel_sources: Sequence[str] = (),
 ) -> None:
     """Resolve the claim to the functions the diff changes and say what evidence is
     missing (empty when the claim is backed). ``findings`` (the code findings of the
     changed functions) show which code handles GPU work; ``held`` (those on the lines
     the diff writes) count against the claim: a fallback a changed function already
-    had is not the new work's."""
+    had is not the new work's. ``kernel_sources``, the kernel files the diff changes,
+    say why a title that names no Rust code cannot be verified."""
     subject = subject_words(claim.subject)
     # An item of a list takes the list's words: "GroupNorm/RMSNorm backward" is about
     # `GroupNormBackward::backward`.
@@ -585,10 +587,7 @@ def judge(
         if claim.soft:
             return  # a weak shape that names nothing changed: not taken as a claim
         if claim.topic:
-            claim.missing = [
-                "the title puts work on the GPU, but the diff adds or changes no GPU code:"
-                " the claim cannot be verified"
-            ]
+            claim.missing = [_unverifiable_title(kernel_sources)]
             return
         claim.missing = [
             f"no function the diff adds or changes matches `{claim.subject}`: the claim cannot be verified"
@@ -615,6 +614,17 @@ def judge(
                 claim.missing.append(f"{where}: {finding.rule} at {finding.path}:{finding.line} — 4c")
         if item in untested:
             claim.missing.append(f"{where}: no GPU test reaches it — 4d")
+
+
+def _unverifiable_title(kernel_sources: Sequence[str]) -> str:
+    """Why a title's GPU work cannot be verified: the diff has none, or has it only in
+    kernel source (`keyswitch.cuh`), which is not Rust."""
+    where = "adds or changes no GPU code"
+    if kernel_sources:
+        shown = ", ".join(f"`{path}`" for path in kernel_sources[:3])
+        more = f" and {len(kernel_sources) - 3} more" if len(kernel_sources) > 3 else ""
+        where = f"changes GPU code only in kernel source ({shown}{more}), which gpuproof does not read"
+    return f"the title puts work on the GPU, but the diff {where}: the claim cannot be verified"
 
 
 def _evidence_of_its_op(ws: Workspace, item: IndexedFunction) -> bool:

@@ -3,6 +3,7 @@ changes, the code findings in them, and the GPU claims judged against them."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from app.checks.claims import Claim, extract_claims, judge, moved_into_a_folder, title_topic
@@ -10,7 +11,11 @@ from app.checks.engine import Touched
 from app.checks.mentions import mentioned_claims, planned_lines
 from app.checks.model import Finding
 from app.checks.prose import Sentence, sentences
+from app.checks.rust_index import KERNEL_FILE_EXTENSIONS
 from app.checks.workspace import IndexedFunction, Workspace
+
+# Kernel source and its headers (`keyswitch.cuh`): GPU code gpuproof does not read.
+_KERNEL_SOURCE_PATH = re.compile(rf"\.(?:{KERNEL_FILE_EXTENSIONS}|cuh)$", re.I)
 
 
 @dataclass
@@ -45,6 +50,7 @@ def description_context(
     ]
     ctx = DescriptionContext(ws, title, body, said, changed, findings, touched, claims)
     held = [f for f in findings if f.line in touched.get(f.path, ())]  # on the lines the diff writes
+    kernel_sources = sorted(path for path in touched if _KERNEL_SOURCE_PATH.search(path))
     for claim in ctx.claims:
         judge(ws, claim, changed, findings, held)
     ctx.claims = [c for c in ctx.claims if c.functions or not c.soft]
@@ -56,7 +62,7 @@ def description_context(
     # its claim.
     topic = title_topic(said[0]) if said and said[0].line == 0 else None
     if topic and not ctx.claims and not moved_into_a_folder(topic, touched):
-        judge(ws, topic, changed, findings, held)
+        judge(ws, topic, changed, findings, held, kernel_sources)
         if topic.functions or not topic.soft:
             ctx.claims.append(topic)
     ctx.claims.sort(key=lambda c: c.line)
