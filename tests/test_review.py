@@ -1310,12 +1310,18 @@ def test_a_gpu_title_over_a_diff_without_gpu_code_cannot_be_verified() -> None:
 
 def test_a_gpu_title_over_a_change_of_kernel_source_only_says_gpuproof_cannot_read_it() -> None:
     files = {"cuda/src/keyswitch.cuh": "__host__ void scratch_keyswitch(size_t *size) { *size = 0; }\n"}
-    (claim,) = run_review(files, body="", title="fix(gpu): fix the keyswitch size computation").claims
+    found = run_review(files, body="", title="fix(gpu): fix the keyswitch size computation")
+    (claim,) = found.claims
     assert not claim.backed
     assert claim.missing == [
         "the title puts work on the GPU, but the diff changes GPU code only in kernel source "
         "(`cuda/src/keyswitch.cuh`), which gpuproof does not read: the claim cannot be verified"
     ]
+    summary = " ".join(render(found)["checks"][1]["summary"].split())
+    assert (
+        "The diff adds or changes no GPU op in Rust. It changes kernel source (`cuda/src/keyswitch.cuh`), "
+        "which gpuproof does not read: these questions stay unanswered for it." in summary
+    )
 
 
 def test_a_title_naming_a_backend_is_about_that_backends_code() -> None:

@@ -621,10 +621,17 @@ def _unverifiable_title(kernel_sources: Sequence[str]) -> str:
     kernel source (`keyswitch.cuh`), which is not Rust."""
     where = "adds or changes no GPU code"
     if kernel_sources:
-        shown = ", ".join(f"`{path}`" for path in kernel_sources[:3])
-        more = f" and {len(kernel_sources) - 3} more" if len(kernel_sources) > 3 else ""
-        where = f"changes GPU code only in kernel source ({shown}{more}), which gpuproof does not read"
+        where = (
+            f"changes GPU code only in kernel source ({shown_paths(kernel_sources)}), "
+            "which gpuproof does not read"
+        )
     return f"the title puts work on the GPU, but the diff {where}: the claim cannot be verified"
+
+
+def shown_paths(paths: Sequence[str], most: int = 3) -> str:
+    """ "`a.cu`, `b.cu` and 2 more": the first few paths, and how many are left out."""
+    shown = ", ".join(f"`{path}`" for path in paths[:most])
+    return shown + (f" and {len(paths) - most} more" if len(paths) > most else "")
 
 
 def _evidence_of_its_op(ws: Workspace, item: IndexedFunction) -> bool:

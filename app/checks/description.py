@@ -35,6 +35,11 @@ class DescriptionContext:
         return f"{self.title}\n{self.body}"
 
 
+def kernel_sources(touched: Touched) -> list[str]:
+    """The kernel source files the diff changes: GPU code that is not Rust."""
+    return sorted(path for path in touched if _KERNEL_SOURCE_PATH.search(path))
+
+
 def description_context(
     ws: Workspace,
     title: str,
@@ -50,7 +55,7 @@ def description_context(
     ]
     ctx = DescriptionContext(ws, title, body, said, changed, findings, touched, claims)
     held = [f for f in findings if f.line in touched.get(f.path, ())]  # on the lines the diff writes
-    kernel_sources = sorted(path for path in touched if _KERNEL_SOURCE_PATH.search(path))
+    kernels = kernel_sources(touched)
     for claim in ctx.claims:
         judge(ws, claim, changed, findings, held)
     ctx.claims = [c for c in ctx.claims if c.functions or not c.soft]
@@ -62,7 +67,7 @@ def description_context(
     # its claim.
     topic = title_topic(said[0]) if said and said[0].line == 0 else None
     if topic and not ctx.claims and not moved_into_a_folder(topic, touched):
-        judge(ws, topic, changed, findings, held, kernel_sources)
+        judge(ws, topic, changed, findings, held, kernels)
         if topic.functions or not topic.soft:
             ctx.claims.append(topic)
     ctx.claims.sort(key=lambda c: c.line)

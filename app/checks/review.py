@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from app.checks.claims import Claim, ReviewAnswers, answer_questions
-from app.checks.description import description_context
+from app.checks.description import description_context, kernel_sources
 from app.checks.engine import Analysis, Touched, analyze_workspace, touches
 from app.checks.model import Finding
 from app.checks.rules import DESCRIPTION_RULES
@@ -31,6 +31,7 @@ class Review:
     answers: list[ReviewAnswers]
     touched: Touched
     ops_changed: int  # GPU ops the diff adds or changes (answers may stop at MAX_OPS_QUESTIONED)
+    kernel_sources: list[str]  # kernel source files the diff changes (not Rust: not read)
 
 
 def review(
@@ -59,7 +60,7 @@ def review(
     ops = [f for f in changed if f.claim or f.evidence]
     changed_tests = frozenset(id(f) for f in ws.functions if f.support_code and touches(touched, f))
     answers = [answer_questions(ws, op, changed_tests) for op in ops[:MAX_OPS_QUESTIONED]]
-    return Review(code, description, ctx.claims, answers, touched, len(ops))
+    return Review(code, description, ctx.claims, answers, touched, len(ops), kernel_sources(touched))
 
 
 def _launches_changed_source(item: IndexedFunction, kernels: set[tuple[str, str]], names: set[str]) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from app.checks.claims import Claim, ReviewAnswers
+from app.checks.claims import Claim, ReviewAnswers, shown_paths
 from app.checks.model import Finding, Severity
 from app.checks.review import Review
 from app.checks.rules import BY_ID
@@ -196,6 +196,12 @@ def _claims_table(claims: Sequence[Claim], link: Linker) -> str:
 
 def _questions(review: Review, link: Linker) -> str:
     head = "### The hostile reviewer (spec 4e)\n\n"
+    if not review.answers and review.kernel_sources:
+        return head + (
+            f"The diff adds or changes no GPU op in Rust. It changes kernel source "
+            f"({shown_paths(review.kernel_sources)}), which gpuproof does not read: these questions "
+            "stay unanswered for it."
+        )
     if not review.answers:
         return head + "The diff adds or changes no GPU op."
     blocks = [_answers_block(a, link) for a in review.answers]
