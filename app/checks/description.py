@@ -47,7 +47,11 @@ def description_context(
     changed: list[IndexedFunction],
     findings: list[Finding],
     touched: Touched,
+    kernel_files: list[str],
 ) -> DescriptionContext:
+    """The description's sentences and its GPU claims judged against the diff.
+    ``kernel_files`` (the diff's ``kernel_sources``) say why a title over no Rust GPU
+    code cannot be verified."""
     said = sentences(title, body)
     planned = planned_lines(said)
     claims = [
@@ -55,7 +59,6 @@ def description_context(
     ]
     ctx = DescriptionContext(ws, title, body, said, changed, findings, touched, claims)
     held = [f for f in findings if f.line in touched.get(f.path, ())]  # on the lines the diff writes
-    kernels = kernel_sources(touched)
     for claim in ctx.claims:
         judge(ws, claim, changed, findings, held)
     ctx.claims = [c for c in ctx.claims if c.functions or not c.soft]
@@ -67,7 +70,7 @@ def description_context(
     # its claim.
     topic = title_topic(said[0]) if said and said[0].line == 0 else None
     if topic and not ctx.claims and not moved_into_a_folder(topic, touched):
-        judge(ws, topic, changed, findings, held, kernels)
+        judge(ws, topic, changed, findings, held, kernel_files)
         if topic.functions or not topic.soft:
             ctx.claims.append(topic)
     ctx.claims.sort(key=lambda c: c.line)

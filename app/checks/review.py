@@ -47,7 +47,8 @@ def review(
         for f in ws.functions
         if (touches(touched, f) or _launches_changed_source(f, kernels, kernel_names)) and not f.support_code
     ]
-    ctx = description_context(ws, title, body, changed, code.findings, touched)
+    kernel_files = kernel_sources(touched)
+    ctx = description_context(ws, title, body, changed, code.findings, touched, kernel_files)
     description: list[Finding] = []
     for rule in DESCRIPTION_RULES:
         severity = config.severity_for(rule.id, rule.severity)
@@ -60,7 +61,7 @@ def review(
     ops = [f for f in changed if f.claim or f.evidence]
     changed_tests = frozenset(id(f) for f in ws.functions if f.support_code and touches(touched, f))
     answers = [answer_questions(ws, op, changed_tests) for op in ops[:MAX_OPS_QUESTIONED]]
-    return Review(code, description, ctx.claims, answers, touched, len(ops), kernel_sources(touched))
+    return Review(code, description, ctx.claims, answers, touched, len(ops), kernel_files)
 
 
 def _launches_changed_source(item: IndexedFunction, kernels: set[tuple[str, str]], names: set[str]) -> bool:
