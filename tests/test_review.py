@@ -1958,6 +1958,8 @@ def test_a_title_about_the_plumbing_of_gpu_code_claims_nothing(title: str) -> No
         "WIP: softmax on wgpu",
         "feat: add softmax_if_available for graceful Metal fallback",  # about a fallback
         "Throw error when softmax on wgpu gets a dtype not supported in WGSL",  # error handling
+        "Add support for building softmax_sys with CUDA",  # a build option
+        "Another attempt at removing the wgpu hack.",  # a removal
     ],
 )
 def test_a_title_about_builds_files_tests_or_edits_inside_gpu_code_claims_nothing(title: str) -> None:
@@ -1981,11 +1983,40 @@ def test_declaring_a_drivers_functions_is_no_gpu_work() -> None:
         "softmax shader implementation + test",  # the test comes with the op
         "Fix softmax shader for larger inputs and add an additional test",
         "fix(gpu): fix softmax shader when the row is not a multiple of 4",  # the case fixed, negated
+        "Get the softmax example to run on wgpu.",  # an example that runs on the GPU
+        "Add more softmax functions from torch::wgpu",  # a C++ namespace, no comparison with PyTorch
     ],
 )
 def test_a_title_that_puts_an_op_on_the_gpu_still_claims_it(title: str) -> None:
     (claim,) = run_review(_WGPU_UNTESTED, body="", title=title).claims
     assert "softmax" in claim.subject and not claim.backed
+
+
+# The same launcher for another op, in a file of its own, with no test.
+_WGPU_LOGSUMEXP = _WGPU_SOFTMAX.split("#[cfg(test)]")[0].replace("softmax", "logsumexp")
+
+
+@pytest.mark.parametrize("logsumexp_is_new", [True, False])
+def test_a_title_over_several_launchers_needs_a_gpu_test_of_each_one_it_adds(logsumexp_is_new: bool) -> None:
+    files = {
+        "src/context.rs": _WGPU_CONTEXT,
+        "src/ops.rs": _WGPU_SOFTMAX.replace("CREATE", "let context = create_context()?;"),
+        "src/extra.rs": _WGPU_LOGSUMEXP,
+    }
+    sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
+    touched = {path: frozenset(range(1, code.count("\n") + 2)) for path, code in files.items()}
+    if not logsumexp_is_new:  # the diff only changes its workgroup size
+        touched["src/extra.rs"] = frozenset({6})
+    found = review(sources, RepoConfig(), touched, "Add more wgpu ops", "")
+    (claim,) = found.claims
+    assert claim.backed is not logsumexp_is_new
+    if logsumexp_is_new:
+        assert claim.missing == ["`logsumexp` (src/extra.rs:2): no GPU test reaches it — 4d"]
+
+
+def test_a_title_that_adds_a_device_says_which() -> None:
+    (claim,) = run_review(_WGPU_UNTESTED, body="", title="Add the wgpu device.").claims
+    assert (claim.subject, claim.backed) == ("wgpu device", False)
 
 
 @pytest.mark.parametrize(

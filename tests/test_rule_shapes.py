@@ -163,6 +163,20 @@ VIOLATIONS = {
         }
         """,
     ),
+    "disabled-gpu-test: the GPU part only under a device probe": (
+        "disabled-gpu-test",
+        """
+        #[test]
+        fn to_device_round_trip() {
+            let x = Tensor::from(1).to_device(Device::Cpu);
+            assert_eq!(x.device(), Device::Cpu);
+            if tch::Cuda::device_count() > 0 {
+                let x = Tensor::from(1).to_device(Device::Cuda(0));
+                assert_eq!(x.device(), Device::Cuda(0));
+            }
+        }
+        """,
+    ),
     "shape-bypass: dtype gate sends everything but f32 to the host": (
         "shape-bypass",
         """
@@ -392,6 +406,28 @@ LEGITIMATE = {
         #[ignore = "slow: parses the whole vocabulary"]
         fn tokenizer_roundtrip() {
             assert_eq!(roundtrip("hello"), "hello");
+        }
+        """,
+    "a device probe whose else fails the test": """
+        #[test]
+        fn to_device_round_trip() {
+            if tch::Cuda::is_available() {
+                let x = Tensor::from(1).to_device(Device::Cuda(0));
+                assert_eq!(x.device(), Device::Cuda(0));
+            } else {
+                panic!("this test needs a CUDA device");
+            }
+        }
+        """,
+    "a GPU device built outside the probe too": """
+        #[test]
+        fn to_device_round_trip() {
+            let x = Tensor::from(1).to_device(Device::Cuda(0));
+            assert_eq!(x.device(), Device::Cuda(0));
+            if tch::Cuda::device_count() > 1 {
+                let y = Tensor::from(1).to_device(Device::Cuda(1));
+                assert_eq!(y.device(), Device::Cuda(1));
+            }
         }
         """,
     "TODO text inside a structured error message": """

@@ -158,7 +158,8 @@ _LEADING_NAME = re.compile(r"^\W*(?P<name>[A-Za-z_]\w*_\w*|[A-Z]\w*::\w+)(?=[\s:
 _NOT_A_CLAIM = re.compile(
     r"\b(?:not|no|never|without|cannot|can't|doesn't|don't|isn't|aren't|won't|yet to|todo|planned"
     r"|plan to|will|would|should|could|might|future|follow[- ]?up|scaffolding|stub|stubbed|reference"
-    r"|pre-flight|instead of|rather than|removed?|revert(?:ed|s)?|pytorch|torch"
+    r"|pre-flight|instead of|rather than|remov(?:e|es|ed|ing)|revert(?:ed|s)?|pytorch"
+    r"|torch(?!::)"  # a comparison with PyTorch; `torch::cuda` is the C++ library's namespace
     r"|drop(?:ped|s)?(?!\s+(?:with|in|on|when|under)\b)"  # not "a performance drop with Metal"
     r"|pre-?existing|already|disabl\w*|wip|work\s+in\s+progress|initial\s+work)\b"  # work begun is not done
     r"|\bnext(?:\s+steps?)?\s*:|\btests?\s+(?:for|of|cover\w*)\b"
@@ -212,7 +213,7 @@ _UPKEEP = re.compile(
     r"|replac\w*\b(?!.*\b(?:with|by)\b))"  # an edit inside code; "replace X with a kernel" claims
     rf"|\b(?:gpu|{_BACKENDS})\s+tests?\b|\bin\s+test-\w+"  # the tests of a backend
     r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lint"
-    r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|examples?|ci|logging|warnings?|macros?"
+    r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|ci|logging|warnings?|macros?"
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*"
     r"|cargo|rerun-if-changed|when\s+(?:building|compiling)"
     r"|(?:avoid|skip|stop)\w*\s+(?:compil|build|link)\w*)\b"  # "Avoid compiling any OpenCL on macos"
@@ -254,9 +255,11 @@ _PLUMBING_HEAD = re.compile(
     r"|builders?|(?:architecture|arch)\s+(?:suffix\w*|names?|lists?)"
     r"|structure|structs?|enums?|scaffold\w*|skeleton|boilerplate"
     r"|constraints?|(?:trait\s+)?bounds)\W*$"  # "fixup gpu constraints": a type's bounds
-    r"|^\W*(?:mods?|modules?|pocs?|compil\w*|build(?:s|ing)?)\W*$",  # "cuda mod and poc", "fix(gpu): compile"
+    r"|^\W*(?:mods?|modules?|pocs?|compil\w*|build(?:s|ing)?)\W*$"  # "cuda mod and poc", "fix(gpu): compile"
+    r"|^\W*building\s",  # "support for building libtorch with CUDA": a build option
     re.I,
 )
+_DEVICE_ONLY = re.compile(r"devices?", re.I)
 _REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
 # "fix delta calculation when Torus is not a 64-bit type": the case a fix is for, whose
 # negation negates the case, not the claim.
@@ -396,8 +399,10 @@ def title_topic(title: Sentence) -> Claim | None:
     unlabelled = _BRANCH_PREFIX.sub(" ", said)
     subject = _topic_of(unlabelled)
     backend = _BACKEND_NAME.search(unlabelled)
-    if not subject and backend:
+    if backend and not subject:
         subject = f"{backend.group()} backend"  # "added cuda support", "Fixing metal backend."
+    elif backend and _DEVICE_ONLY.fullmatch(subject):
+        subject = f"{backend.group()} {subject}"  # "Add the Vulkan device": which device
     parts = _topic_parts(unlabelled)  # "cuda mod and poc": each thing it lists is plumbing
     # "Throw error when Cast tries to convert data types not supported": the plumbing
     # named before the case it is for.
@@ -543,13 +548,15 @@ def judge(
     findings: list[Finding],
     held: list[Finding],
     kernel_sources: Sequence[str] = (),
+    added: Sequence[IndexedFunction] = (),
 ) -> None:
     """Resolve the claim to the functions the diff changes and say what evidence is
     missing (empty when the claim is backed). ``findings`` (the code findings of the
     changed functions) show which code handles GPU work; ``held`` (those on the lines
     the diff writes) count against the claim: a fallback a changed function already
     had is not the new work's. ``kernel_sources``, the kernel files the diff changes,
-    say why a title that names no Rust code cannot be verified."""
+    say why a title that names no Rust code cannot be verified; ``added``, the functions
+    the diff adds whole, are the new work a title claims."""
     subject = subject_words(claim.subject)
     # An item of a list takes the list's words: "GroupNorm/RMSNorm backward" is about
     # `GroupNormBackward::backward`.
@@ -600,7 +607,11 @@ def judge(
     launchers = [f for f in claim.functions if f.direct_evidence]
     untested = [f for f in launchers or claim.functions if id(f) not in reach]
     if claim.topic and len(untested) < len(launchers or claim.functions):
-        untested = []  # a title that stands for the diff's GPU work: a GPU test runs that work
+        # A title that stands for the diff's GPU work: a GPU test runs that work, and
+        # each launcher the diff adds ("Add more functions from torch::cuda") is that
+        # work, so none may be left untested.
+        new_ids = {id(f) for f in added}
+        untested = [f for f in untested if id(f) in new_ids and f.direct_evidence]
     for item in claim.functions:
         where = f"`{item.fn.qualname}` ({item.path}:{item.fn.fn_line})"
         if not item.evidence and not _evidence_of_its_op(ws, item):

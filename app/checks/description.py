@@ -40,6 +40,12 @@ def kernel_sources(touched: Touched) -> list[str]:
     return sorted(path for path in touched if _KERNEL_SOURCE_PATH.search(path))
 
 
+def added_whole(item: IndexedFunction, touched: Touched) -> bool:
+    """The diff adds the function: every line of it is one the diff writes."""
+    written = touched.get(item.path, ())
+    return all(line in written for line in range(item.fn.line, item.fn.end_line + 1))
+
+
 def description_context(
     ws: Workspace,
     title: str,
@@ -70,7 +76,8 @@ def description_context(
     # its claim.
     topic = title_topic(said[0]) if said and said[0].line == 0 else None
     if topic and not ctx.claims and not moved_into_a_folder(topic, touched):
-        judge(ws, topic, changed, findings, held, kernel_files)
+        added = [f for f in changed if added_whole(f, touched)]
+        judge(ws, topic, changed, findings, held, kernel_files, added)
         if topic.functions or not topic.soft:
             ctx.claims.append(topic)
     ctx.claims.sort(key=lambda c: c.line)

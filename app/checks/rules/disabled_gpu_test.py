@@ -4,7 +4,7 @@ import re
 from collections.abc import Iterator
 
 from app.checks.gpu_tests import is_gpu_test
-from app.checks.model import Severity
+from app.checks.model import Branch, Function, Severity
 from app.checks.patterns import has_return
 from app.checks.rules.base import Hit, Rule, function_name
 from app.checks.workspace import IndexedFunction, Workspace
@@ -15,6 +15,12 @@ _SKIP_CONDITION = re.compile(
     re.I,
 )
 _ASSERT = re.compile(r"assert")
+# A probe for the device (`tch::Cuda::is_available()`, `Cuda::device_count() > 0`): a
+# block under it runs only on a machine that has one.
+_DEVICE_PROBE = re.compile(
+    r"^(?!\s*!).*(?:\bis_available\b|\bdevice_count\b|\bhas_(?:cuda|gpu|metal|mps|vulkan)\b)"
+)
+_FAILS = re.compile(r"assert|panic!|unreachable!|\.expect\(|\.unwrap\(")
 _METHOD_ON_LOCAL = re.compile(r"\s*&?\s*[a-z_]\w*\s*\.\s*\w+")
 
 
@@ -23,7 +29,8 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     Flags a GPU test that cannot run or cannot fail on the GPU: `#[ignore]`,
     `#[cfg(not(test))]`, an early `return` when an environment variable or the
     device is missing (`Err(_) => return`, `let Ok(..) = .. else { return }`,
-    `if .. .is_err() { return; }`), or an empty body.
+    `if .. .is_err() { return; }`), a test whose every GPU device is built inside
+    `if Cuda::is_available() { .. }` with no failing `else`, or an empty body.
 
     ## Why is this bad?
     Spec Step 2 #9: such a test passes on a machine with no GPU, so a green run
@@ -102,6 +109,35 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
                 _early_exit(item, f"`if {branch.condition.strip()[:60]} {{ return }}`"),
             )
             return
+    probed = _only_where_probed(item)
+    if probed:
+        yield Hit(
+            fn.line_of(probed.start),
+            f"GPU test {function_name(item)} builds its GPU devices only inside "
+            f"`if {probed.condition.strip()[:60]} {{ .. }}`, so on a machine with no GPU it "
+            f"skips them and passes. Fail instead when the device is missing "
+            f'(`assert!(..., "this test needs a CUDA device")`), and run it on a GPU runner.',
+        )
+
+
+def _only_where_probed(item: IndexedFunction) -> Branch | None:
+    """The device probe (`if tch::Cuda::is_available() { .. }`) inside which the test
+    builds every GPU device it builds, when nothing fails without one (no failing
+    `else`); None when some device is built outside such a block."""
+    fn = item.fn
+    probed = [b for b in fn.branches if _DEVICE_PROBE.search(b.condition) and not _else_fails(fn, b)]
+    devices = [s.offset for s in fn.signals if s.kind == "gpu_device"]
+    if not (probed and devices):
+        return None
+    covering = [next((b for b in probed if b.then_start <= at < b.then_end), None) for at in devices]
+    return covering[0] if all(covering) else None
+
+
+def _else_fails(fn: Function, branch: Branch) -> bool:
+    """The probe's `else` fails the test (`else { panic!("needs a GPU") }`)."""
+    return branch.else_start >= 0 and bool(
+        _FAILS.search(fn.text[branch.else_start : branch.else_end].decode("utf-8", "replace"))
+    )
 
 
 def _skips_on_setup(let_statement: str) -> bool:
