@@ -17,6 +17,7 @@ _INSTANTIATED: weakref.WeakKeyDictionary[Workspace, frozenset[str]] = weakref.We
 _ACQUIRING: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
 _FAILING: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
 _HELPER_NAMES: weakref.WeakKeyDictionary[Workspace, frozenset[str]] = weakref.WeakKeyDictionary()
+_DEVICE_HELPER_NAMES: weakref.WeakKeyDictionary[Workspace, frozenset[str]] = weakref.WeakKeyDictionary()
 _TEST_REACH: weakref.WeakKeyDictionary[Workspace, dict[int, set[int]]] = weakref.WeakKeyDictionary()
 # Tests whose own reach is computed to name the ones exercising an op: the nearest
 # callers are checked first, so a few dozen find them without a walk per test of the
@@ -45,20 +46,23 @@ def is_gpu_test(item: IndexedFunction, ws: Workspace) -> bool:
     template = _TEMPLATE_ATTR.search(" ".join(fn.outer_attrs))
     if template and _crate_name(item.crate) in _gpu_instantiated_crates(ws):
         return True
-    builds_device = (
+    if gpu_code.GPU_NAME.search(fn.name):
+        return True
+    placed = bool(
+        gpu_code.GPU_TEST_PATH.search(item.path)
+        or any(gpu_code.GPU_NAME.search(m) for m in fn.modules)
+        or gpu_code.has_gpu_cfg(fn.attrs + fn.outer_attrs)
+    )
+    # `training_cpu` in a GPU test file is the CPU twin of a GPU test unless it builds a
+    # GPU device; any other test there is a GPU test (the device need not be looked for).
+    cpu_twin = _CPU_TEST_NAME.search(fn.name)
+    if placed and not cpu_twin:
+        return True
+    return (
         _builds_device(item, ws)
         or id(item) in _acquiring(ws)
         or id(item) in _failing_without_a_gpu(ws)
-        or any(_builds_device(helper, ws) for helper in _test_helpers(item, ws))
-    )
-    if _CPU_TEST_NAME.search(fn.name) and not (builds_device or gpu_code.GPU_NAME.search(fn.name)):
-        return False  # `training_cpu` in a GPU test file: the CPU twin of a GPU test
-    return bool(
-        builds_device
-        or gpu_code.GPU_NAME.search(fn.name)
-        or gpu_code.GPU_TEST_PATH.search(item.path)
-        or any(gpu_code.GPU_NAME.search(m) for m in fn.modules)
-        or gpu_code.has_gpu_cfg(fn.attrs + fn.outer_attrs)
+        or any(_builds_device(helper, ws) for helper in _test_helpers(item, ws, _device_helper_names(ws)))
     )
 
 
@@ -90,10 +94,12 @@ def _builds_device(item: IndexedFunction, ws: Workspace) -> bool:
     return any(s.kind == "gpu_device" for s in item.fn.signals) or bool(ws.gpu_types_named(item))
 
 
-def _test_helpers(test: IndexedFunction, ws: Workspace) -> Iterator[IndexedFunction]:
+def _test_helpers(
+    test: IndexedFunction, ws: Workspace, names: frozenset[str] | None = None
+) -> Iterator[IndexedFunction]:
     """The test code of its crate a test calls: `run_concat_trial(prob)`, which takes
-    the device from the module's `GPU_DEVICE`."""
-    helper_names = _helper_names(ws)
+    the device from the module's `GPU_DEVICE`; only those of ``names`` when given."""
+    helper_names = _helper_names(ws) if names is None else names
     for call in test.fn.calls:
         if call.name not in helper_names:
             continue  # resolving every call of every test would dominate a scan's time
@@ -109,6 +115,20 @@ def _helper_names(ws: Workspace) -> frozenset[str]:
     if found is None:
         found = frozenset(f.fn.name for f in ws.functions if f.support_code and not gpu_code.is_test(f.fn))
         _HELPER_NAMES[ws] = found
+    return found
+
+
+def _device_helper_names(ws: Workspace) -> frozenset[str]:
+    """The names of the test helpers that build a GPU device: the only calls of a test
+    worth resolving to learn whether it builds one through a helper."""
+    found = _DEVICE_HELPER_NAMES.get(ws)
+    if found is None:
+        found = frozenset(
+            f.fn.name
+            for f in ws.functions
+            if f.support_code and not gpu_code.is_test(f.fn) and _builds_device(f, ws)
+        )
+        _DEVICE_HELPER_NAMES[ws] = found
     return found
 
 

@@ -204,7 +204,7 @@ class Workspace:
     def __init__(self, files: Iterable[SourceFile], config: RepoConfig) -> None:
         self.config = config
         self.files = list(files)
-        gpu_consts = {s.name for f in self.files for s in f.facts.gpu_sources}
+        gpu_consts = frozenset(s.name.encode() for f in self.files for s in f.facts.gpu_sources)
         self.functions: list[IndexedFunction] = []
         templates: dict[str, list[Function]] = {}
         for source in self.files:
@@ -216,6 +216,7 @@ class Workspace:
             test_module = in_a_test_module(source.path)
             for fn in (*source.facts.functions, *_written_out(source.facts.item_macros, templates)):
                 all_attrs = fn.attrs + fn.outer_attrs
+                kernel_consts = _kernel_sources(fn, gpu_consts)
                 self.functions.append(
                     IndexedFunction(
                         fn=fn,
@@ -226,8 +227,8 @@ class Workspace:
                         cpu_build=gpu_code.is_cpu_build(all_attrs),
                         moves_data=bool(gpu_code.TRANSFER_NAME.search(fn.name))
                         or fn.trait in _CONVERSION_TRAITS,
-                        direct_evidence=_direct_evidence(fn, gpu_consts),
-                        kernel_sources=_kernel_sources(fn, gpu_consts),
+                        direct_evidence=_direct_evidence(fn, kernel_consts),
+                        kernel_sources=kernel_consts,
                     )
                 )
         self._index: dict[int, int] = {id(item): index for index, item in enumerate(self.functions)}
@@ -618,13 +619,16 @@ def _display(call: Call) -> str:
     return f"{call.qualifier}::{call.name}" if call.qualifier else call.name
 
 
-def _kernel_sources(fn: Function, gpu_consts: set[str]) -> frozenset[str]:
+def _kernel_sources(fn: Function, gpu_consts: frozenset[bytes]) -> frozenset[str]:
+    """The GPU kernel source constants the function names."""
     if not gpu_consts:
         return frozenset()
-    return frozenset(m.group().decode() for m in _CONST_REF.finditer(fn.text)) & gpu_consts
+    return frozenset(name.decode() for name in gpu_consts.intersection(_CONST_REF.findall(fn.text)))
 
 
-def _direct_evidence(fn: Function, gpu_consts: set[str]) -> str:
+def _direct_evidence(fn: Function, kernel_consts: frozenset[str]) -> str:
+    """What in the function's own body is backend evidence; ``kernel_consts``, the
+    kernel source constants it names, are evidence too."""
     for signal in fn.signals:
         if signal.kind == "launch":
             return f"`{signal.text.strip()}` at line {fn.line_of(signal.offset)}"
@@ -633,9 +637,9 @@ def _direct_evidence(fn: Function, gpu_consts: set[str]) -> str:
     for macro in fn.macros:
         if _GPU_SOURCE_FILE.search(macro.args):  # `include_str!("x.ptx")`, `include_wgsl!("x.wgsl")`
             return f"`{macro.name}!{macro.args}` at line {fn.line_of(macro.offset)}"
-    if gpu_consts:
+    if kernel_consts:
         for m in _CONST_REF.finditer(fn.text):
             name = m.group().decode()
-            if name in gpu_consts:
+            if name in kernel_consts:
                 return f"GPU kernel source `{name}` at line {fn.line_of(m.start())}"
     return ""
