@@ -89,6 +89,7 @@ def test_a_test_gated_on_a_gpu_feature_is_a_gpu_test_whatever_else_it_negates(
         "Added GPU support for LayerNorm.",
         "layer norm now runs on the GPU",
         "## Summary\n- **LayerNorm** now runs on the GPU\n",
+        "It is now possible to run layer norm on the GPU.",
     ],
 )
 def test_claim_phrasings_resolve_to_the_changed_function(body: str) -> None:

@@ -83,6 +83,8 @@ CLAIM_PATTERNS = tuple(
         rf"{_PREFIX}{_X}\s+(?:now\s+)?(?:{_GPU_ADJ})\b",
         rf"\b{_X}\s+(?:now\s+)?(?:runs|run|executes|execute|is computed|are computed|lives|live)"
         rf"\s+(?:entirely\s+|fully\s+|natively\s+)?on\s+{_TARGET}",
+        # "It is now possible to use Neptune with Pasta curves on the GPU"
+        rf"\b(?:possible\s+to|able\s+to|can(?:\s+now)?)\s+(?:use|run|execute)\s+{_X}\s+on\s+{_TARGET}",
         rf"\b(?:native\s+|best[- ]effort\s+|proper\s+)?(?:gpu|cuda|cubecl|wgpu|ptx)\s+"
         rf"(?:forward\s+|backward\s+)?"
         rf"(?:kernels?|path|implementation|support|dispatch|acceleration)"
