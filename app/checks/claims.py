@@ -261,6 +261,7 @@ _PLUMBING_HEAD = re.compile(
     r"|^\W*building\s",  # "support for building libtorch with CUDA": a build option
     re.I,
 )
+# A title's topic that is only "device": which device is the backend it names.
 _DEVICE_ONLY = re.compile(r"devices?", re.I)
 _REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
 # "fix delta calculation when Torus is not a 64-bit type": the case a fix is for, whose
