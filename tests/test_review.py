@@ -2015,6 +2015,23 @@ def test_a_title_over_several_launchers_needs_a_gpu_test_of_each_one_it_adds(log
         assert claim.missing == ["`logsumexp` (src/extra.rs:2): no GPU test reaches it — 4d"]
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Title shapes: an example that runs on the GPU is a claim now.",  # a kind of thing, described
+        "Titles: 'Add the wgpu softmax shader' says which shader.",  # a quoted title
+    ],
+)
+def test_a_statement_about_claims_is_no_claim(body: str) -> None:
+    assert run_review(_WGPU_UNTESTED, body=body, title="Checks: title shapes").claims == []
+
+
+def test_a_thing_which_runs_on_the_gpu_is_claimed() -> None:
+    body = "Replaced the loop with softmax() which runs on the GPU."
+    (claim,) = run_review(_WGPU_UNTESTED, body=body, title="Checks: title shapes").claims
+    assert "softmax" in claim.subject and not claim.backed
+
+
 def test_a_title_that_adds_a_device_says_which() -> None:
     (claim,) = run_review(_WGPU_UNTESTED, body="", title="Add the wgpu device.").claims
     assert (claim.subject, claim.backed) == ("wgpu device", False)

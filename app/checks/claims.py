@@ -188,6 +188,9 @@ _MORE_ITEMS = re.compile(
 # and the parentheses inside which a separator separates nothing of the clause's.
 _ITEM_SEPARATOR = re.compile(r"\s+\+\s+|,\s+|(?P<paren>[()])")
 _ENDS_WITH_PREPOSITION = re.compile(r"\b(?:as|to|by|via|in|into|onto|of|on|for|with|from)$", re.I)
+# "an example that runs on the GPU is a claim": a kind of thing described, not one made to
+# run ("X, which stays on-device" still says it of X).
+_RELATIVE_CLAUSE = re.compile(r"\b(?:that|who)$", re.I)
 # Tests, CI and tooling are not GPU ops ("Add a GPU CI job").
 _TEST_NAME = re.compile(r"test|_matches_|_reference\b|\bci\b|\bjobs?\b|workflow|\brunners?\b|benchmark", re.I)
 # Words around the subject that are not part of its name.
@@ -476,8 +479,8 @@ def _clause_claims(clause: str, line: int) -> list[Claim]:
     for soft, patterns in ((False, CLAIM_PATTERNS), (True, SOFT_CLAIM_PATTERNS)):
         for pattern in patterns:
             found = pattern.search(clause)
-            if not found or in_quotes(clause, found.end() - 1, found.end() - 1):
-                continue  # "the 'X on CUDA added' shape": its words are quoted, not said
+            if not found or any(in_quotes(clause, at, at) for at in (found.start(), found.end() - 1)):
+                continue  # "the 'X on CUDA added' shape", "'Add the Vulkan device' says ..": quoted, not said
             if _NOT_A_CLAIM.search(clause[: found.end()]) or HOST_WORD.search(found.group()):
                 return []
             groups = found.groupdict()
@@ -539,6 +542,7 @@ def _names_something(subject: str) -> bool:
         and not _NOT_A_SUBJECT.match(subject)
         and not _TEST_NAME.search(subject)
         and not _ENDS_WITH_PREPOSITION.search(subject)
+        and not _RELATIVE_CLAUSE.search(subject)
         and not NAME_FAMILY.fullmatch(subject)
         and not _PLUMBING_HEAD.search(subject)
     )
