@@ -264,8 +264,6 @@ _PLUMBING_HEAD = re.compile(
     r"|^\W*building\s",  # "support for building libtorch with CUDA": a build option
     re.I,
 )
-# A title's topic that is only "device": which device is the backend it names.
-_DEVICE_ONLY = re.compile(r"devices?", re.I)
 _REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
 # "fix delta calculation when Torus is not a 64-bit type": the case a fix is for, whose
 # negation negates the case, not the claim.
@@ -407,7 +405,7 @@ def title_topic(title: Sentence) -> Claim | None:
     backend = _BACKEND_NAME.search(unlabelled)
     if backend and not subject:
         subject = f"{backend.group()} backend"  # "added cuda support", "Fixing metal backend."
-    elif backend and _DEVICE_ONLY.fullmatch(subject):
+    elif backend and subject.lower() in ("device", "devices"):
         subject = f"{backend.group()} {subject}"  # "Add the Vulkan device": which device
     parts = _topic_parts(unlabelled)  # "cuda mod and poc": each thing it lists is plumbing
     # "Throw error when Cast tries to convert data types not supported": the plumbing

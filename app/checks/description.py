@@ -14,8 +14,9 @@ from app.checks.prose import Sentence, sentences
 from app.checks.rust_index import KERNEL_FILE_EXTENSIONS
 from app.checks.workspace import IndexedFunction, Workspace
 
-# Kernel source and its headers (`keyswitch.cuh`): GPU code gpuproof does not read.
-_KERNEL_SOURCE_PATH = re.compile(rf"\.(?:{KERNEL_FILE_EXTENSIONS}|cuh)$", re.I)
+# Kernel source and its headers (`kernels/src/fill.cu`, `keyswitch.cuh`): GPU code
+# gpuproof does not read; the group is the name a kernel constant includes it by.
+KERNEL_SOURCE_PATH = re.compile(rf"([\w-]+)\.(?:{KERNEL_FILE_EXTENSIONS}|cuh)$", re.I)
 
 
 @dataclass
@@ -37,7 +38,7 @@ class DescriptionContext:
 
 def kernel_sources(touched: Touched) -> list[str]:
     """The kernel source files the diff changes: GPU code that is not Rust."""
-    return sorted(path for path in touched if _KERNEL_SOURCE_PATH.search(path))
+    return sorted(path for path in touched if KERNEL_SOURCE_PATH.search(path))
 
 
 def added_whole(item: IndexedFunction, touched: Touched) -> bool:

@@ -5,22 +5,19 @@ rendering it for GitHub is ``app.report.checkrun``'s job."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from app.checks.claims import Claim, ReviewAnswers, answer_questions
-from app.checks.description import description_context, kernel_sources
+from app.checks.description import KERNEL_SOURCE_PATH, description_context, kernel_sources
 from app.checks.engine import Analysis, Touched, analyze_workspace, touches
 from app.checks.model import Finding
 from app.checks.rules import DESCRIPTION_RULES
-from app.checks.rust_index import KERNEL_FILE_EXTENSIONS
 from app.checks.workspace import IndexedFunction, SourceFile, Workspace
 from app.config import RepoConfig
 
 DESCRIPTION_PATH = "PR description"
 MAX_OPS_QUESTIONED = 40  # the 4e block answers for at most this many ops
-_KERNEL_FILE = re.compile(rf"([\w-]+)\.(?:{KERNEL_FILE_EXTENSIONS})$")  # `kernels/src/fill.cu`
 
 
 @dataclass
@@ -40,14 +37,14 @@ def review(
     ws = Workspace(files, config)
     code = analyze_workspace(ws, touched)
     # A function is changed when its lines are, or when the kernel source it launches is.
-    kernels = _changed_kernel_sources(ws, touched)
+    kernel_files = kernel_sources(touched)
+    kernels = _changed_kernel_sources(ws, touched, kernel_files)
     kernel_names = {name for _, name in kernels}
     changed = [
         f
         for f in ws.functions
         if (touches(touched, f) or _launches_changed_source(f, kernels, kernel_names)) and not f.support_code
     ]
-    kernel_files = kernel_sources(touched)
     ctx = description_context(ws, title, body, changed, code.findings, touched, kernel_files)
     description: list[Finding] = []
     for rule in DESCRIPTION_RULES:
@@ -74,15 +71,15 @@ def _launches_changed_source(item: IndexedFunction, kernels: set[tuple[str, str]
     return any((item.path, name) in kernels if name in own else name in names for name in item.kernel_sources)
 
 
-def _changed_kernel_sources(ws: Workspace, touched: Touched) -> set[tuple[str, str]]:
+def _changed_kernel_sources(ws: Workspace, touched: Touched, kernel_files: list[str]) -> set[tuple[str, str]]:
     """(file, name) of the GPU kernel source constants (PTX, WGSL, CUDA C) the diff
     touches, in the Rust file or in the kernel file the constant includes (`fill.cu`
-    compiled to the `fill.ptx` of `FILL`)."""
-    kernel_files = {m.group(1) for path in touched for m in [_KERNEL_FILE.search(path)] if m}
+    compiled to the `fill.ptx` of `FILL`; ``kernel_files``, the diff's kernel files)."""
+    names = {m.group(1) for path in kernel_files for m in [KERNEL_SOURCE_PATH.search(path)] if m}
     return {
         (file.path, source.name)
         for file in ws.files
         for source in file.facts.gpu_sources
         if any(source.line <= line <= source.end_line for line in touched.get(file.path, ()))
-        or kernel_files.intersection(source.files)
+        or names.intersection(source.files)
     }
