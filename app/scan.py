@@ -85,6 +85,18 @@ def _digest(data: bytes) -> str:
 
 
 @cache
+def _facts_version() -> str:
+    """The facts cache's key: the declared extractor version and the extractor's own
+    source, so an edit to the extraction serves no stale facts even when nobody bumped
+    the version."""
+    checks = Path(__file__).parent / "checks"
+    h = hashlib.blake2b(EXTRACTOR_VERSION.encode(), digest_size=8)
+    for name in ("rust_index.py", "model.py"):
+        h.update((checks / name).read_bytes())
+    return f"{EXTRACTOR_VERSION}-{h.hexdigest()}"
+
+
+@cache
 def _code_version() -> str:
     """Changes whenever gpuproof's own analysis code does, so stale results are never reused."""
     package = Path(__file__).parent
@@ -223,7 +235,7 @@ def load_sources(contents: Mapping[str, bytes], use_cache: bool = True) -> tuple
     try:
         keys = {rel: _digest(data) for rel, data in contents.items()}
         cache_dir = cache_root() if use_cache else None
-        facts_dir = cache_dir / f"facts-{EXTRACTOR_VERSION}" if cache_dir is not None else None
+        facts_dir = cache_dir / f"facts-{_facts_version()}" if cache_dir is not None else None
         facts: dict[str, FileFacts] = {}
         missing: dict[str, bytes] = {}
         for rel, key in keys.items():

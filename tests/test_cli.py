@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -216,6 +217,24 @@ def test_malformed_diff_is_exit_2(workspace: Path, capsys: pytest.CaptureFixture
     bad.write_text("@@ -1,2 +1,2 @@\n-a\n+b\n")
     assert main(["check", str(workspace), "--diff", str(bad)]) == 2
     assert "malformed diff" in capsys.readouterr().err
+
+
+def test_an_edit_to_the_extractor_retires_its_cached_facts(tmp_path: Path) -> None:
+    """Facts cached by an older extractor are never served to a newer one, even when the
+    edit forgot to bump EXTRACTOR_VERSION."""
+    copy = tmp_path / "copy"
+    shutil.copytree(
+        Path(__file__).parents[1] / "app", copy / "app", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    probe = [sys.executable, "-c", "from app.scan import _facts_version; print(_facts_version())"]
+
+    def version() -> str:
+        return subprocess.run(probe, cwd=copy, check=True, capture_output=True, text=True).stdout.strip()
+
+    before = version()
+    extractor = copy / "app/checks/rust_index.py"
+    extractor.write_text(extractor.read_text() + "\n# an edit that changes what gets extracted\n")
+    assert version() != before
 
 
 def test_warm_cache_gives_identical_results_and_lives_in_the_cache_dir(

@@ -222,6 +222,31 @@ VIOLATIONS = {
         }
         """,
     ),
+    "shape-bypass: one arm of a dtype match computes on the host backend and uploads": (
+        "shape-bypass",
+        """
+        impl MetalDevice {
+            fn ones_impl(&self, shape: &Shape, dtype: DType) -> Result<MetalStorage> {
+                let name = match dtype {
+                    DType::F32 => "fill_f32",
+                    DType::F16 => "fill_f16",
+                    DType::F64 => {
+                        let host = CpuDevice.ones_impl(shape, dtype)?;
+                        return self.storage_from_cpu_storage(&host);
+                    }
+                };
+                let buffer = self.new_buffer(shape.elem_count(), dtype)?;
+                candle_metal_kernels::call_const_fill(&self.device, name, &buffer)?;
+                Ok(MetalStorage::new(buffer))
+            }
+        }
+        impl CpuDevice {
+            fn ones_impl(&self, shape: &Shape, dtype: DType) -> Result<CpuStorage> {
+                Ok(CpuStorage::ones(shape, dtype))
+            }
+        }
+        """,
+    ),
     "silent-fallback: helper Ok(None) turned into CPU work": (
         "silent-fallback",
         """
@@ -307,6 +332,19 @@ HOST_ROUND_TRIP_NO_GPU_TYPES = """
     """
 
 LEGITIMATE = {
+    "a dtype the kernels lack gets a structured error": """
+        impl MetalDevice {
+            fn ones_impl(&self, shape: &Shape, dtype: DType) -> Result<MetalStorage> {
+                let name = match dtype {
+                    DType::F32 => "fill_f32",
+                    DType::F64 => return Err(MetalError::UnsupportedDType { op: "ones", dtype }),
+                };
+                let buffer = self.new_buffer(shape.elem_count(), dtype)?;
+                candle_metal_kernels::call_const_fill(&self.device, name, &buffer)?;
+                Ok(MetalStorage::new(buffer))
+            }
+        }
+        """,
     "composite op from device-dispatched primitives": """
         pub fn gpu_var(x: &Tensor) -> Result<Tensor, Error> {
             let mean = x.mean()?;

@@ -117,11 +117,15 @@ def gpu_work(ws: Workspace, item: IndexedFunction, start: int, end: int) -> str:
     for signal in fn.signals:
         if start <= signal.offset < end and signal.kind == "launch":
             return f"`{signal.text.strip()}` at line {fn.line_of(signal.offset)}"
+    on_host_device = [(s.offset, s.offset + len(s.text)) for s in fn.signals if s.kind == "device_cpu"]
     for call in fn.calls:
-        if start <= call.offset < end and not _is_cpu_impl_call(ws, item, call):
-            evidence = ws.call_evidence(call, item)
-            if evidence:
-                return evidence
+        if not start <= call.offset < end or _is_cpu_impl_call(ws, item, call):
+            continue
+        if any(first <= call.offset < last for first, last in on_host_device):
+            continue  # `CpuDevice.ones_impl(..)`: the host backend's namesake, whatever it resolves to
+        evidence = ws.call_evidence(call, item)
+        if evidence:
+            return evidence
     return ""
 
 

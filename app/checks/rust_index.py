@@ -33,7 +33,8 @@ from app.checks.model import (
     Signal,
 )
 
-# Bump when the facts change shape or meaning: it is part of the cache key.
+# Part of the facts cache key, with this file's own source: bump it when the facts
+# change without an edit here (a new tree-sitter grammar).
 EXTRACTOR_VERSION = "40"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
@@ -249,6 +250,8 @@ _SIGNAL_SPECS = (
     _spec("to_vec", "to_vec", r"to_vec\s*\(\s*\)", "dot"),
     _spec("env", "env", r"env\s*::\s*var(?:_os)?\s*\("),
     _spec("Device", "device_cpu", r"Device\s*::\s*Cpu\b"),
+    # A call on the host backend's unit device: `CpuDevice.ones_impl(..)`.
+    _spec("Cpu", "device_cpu", r"\bCpu(?:Device|Backend)\s*(?:\.|::)\s*\w+\s*\("),
     _spec(
         "Device", "gpu_device", r"Device\s*::\s*(?:Cuda|Gpu|Wgpu|Metal|Vulkan|Rocm|Xpu|Mps|Cubecl|CubeCl)\b"
     ),

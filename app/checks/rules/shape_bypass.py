@@ -35,8 +35,9 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     Flags GPU code that sends the "hard" cases to the CPU: an `if` on contiguity,
     shape, batch size, dtype or input size (`if n < GPU_MIN_SIZE`) whose branch runs
     the CPU implementation (a `*_cpu` function, or `fft` in `fft_gpu`), an
-    `if x.is_cuda() && <easy case>` whose `else` runs on the CPU, or a
-    `use_gpu = <dtype test>` switch.
+    `if x.is_cuda() && <easy case>` whose `else` runs on the CPU, a
+    `use_gpu = <dtype test>` switch, or the arm of a `match dtype` that computes on
+    the host backend (`F64 => CpuDevice.ones_impl(..)`) while the others launch.
 
     ## Why is this bad?
     Spec Step 2 #10: the op is reported as supported on the GPU, but only square,
@@ -101,6 +102,38 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
                 f"structured error for the unsupported case.",
             )
             return
+    yield from _dtype_arm_to_host(ws, item)
+
+
+_DTYPE_ARM = re.compile(
+    r"\b(?:DType|Dtype|ScalarType|DataType|ElemType|ElementType|Precision)\s*::\s*\w+|^\s*(?:BF|F|I|U)\d+\b"
+)
+_DTYPE_SCRUTINEE = re.compile(r"dtype|DType|\bdt\b|elem_type|scalar_type|precision")
+
+
+def _dtype_arm_to_host(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
+    """``match dtype { F32 => kernel, F64 => cpu_impl(..) }``: the arm of one dtype
+    computes on the host while the others run on the device."""
+    fn = item.fn
+    for arm in fn.arms:
+        if not (_DTYPE_ARM.search(arm.pattern) or _DTYPE_SCRUTINEE.search(arm.scrutinee)):
+            continue
+        if not (item.is_gpu_code or _inside_device_branch(item, arm.start)):
+            continue
+        cpu = cpu_work(ws, item, arm.body_start, arm.end)
+        if not cpu or cpu_only(item, arm.body_start) or ends_in_error(item, arm.body_start, arm.end):
+            continue
+        if gpu_work(ws, item, arm.body_start, arm.end) or opted_in(ws, item, arm.body_start, arm.end):
+            continue
+        if not (gpu_work(ws, item, 0, arm.start) or gpu_work(ws, item, arm.end, len(fn.text))):
+            continue  # nothing here runs on the device: not a GPU dispatch over dtypes
+        yield Hit(
+            fn.line_of(arm.start),
+            f"{function_name(item)} sends one dtype to the CPU (`{arm.pattern.strip()[:40]} =>`): "
+            f"that arm {cpu} while the other dtypes run on the device. Add the kernel variant "
+            f"or return a structured error for the unsupported dtype.",
+        )
+        return
 
 
 _LAYOUT_TEST = re.compile(r"is_contiguous|contiguous\(\)|\bstrides?\b")
