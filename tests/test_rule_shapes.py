@@ -332,6 +332,16 @@ HOST_ROUND_TRIP_NO_GPU_TYPES = """
     """
 
 LEGITIMATE = {
+    "a predicate on the device type computes nothing": """
+        impl Device {
+            pub fn is_cuda(self) -> bool {
+                match self {
+                    Device::Cuda(_) => true,
+                    Device::Cpu | Device::Mps => false,
+                }
+            }
+        }
+        """,
     "a dtype the kernels lack gets a structured error": """
         impl MetalDevice {
             fn ones_impl(&self, shape: &Shape, dtype: DType) -> Result<MetalStorage> {

@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from app.checks.model import Severity
 from app.checks.patterns import cpu_work, returns_host_data
 from app.checks.rules.base import Hit, Rule, error_type, function_name
 from app.checks.workspace import IndexedFunction, Workspace
+
+# A question about the device or the data (`is_cuda`, `has_cuda`, `supports_f16`).
+_PREDICATE = re.compile(r"(?:is|has|can|supports?|uses?)_")
 
 
 def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
@@ -45,6 +49,8 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
         return
     if item.moves_data or fn.trait == "Drop":
         return
+    if _PREDICATE.match(fn.name) and fn.ret.strip() == "bool":
+        return  # `Device::is_cuda(self) -> bool` asks about the device; it computes nothing
     if item.claim.startswith("its `#[cfg"):
         return  # cfg-gated-stub covers items whose only claim is the feature gate
     host = cpu_work(ws, item, 0, len(fn.text))
