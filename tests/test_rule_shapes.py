@@ -332,6 +332,18 @@ HOST_ROUND_TRIP_NO_GPU_TYPES = """
     """
 
 LEGITIMATE = {
+    "set-up named after the GPU walks its devices and shapes on the host": """
+        pub fn cuda_devices(config: &Config) -> Vec<usize> {
+            let mut out = Vec::new();
+            for (i, d) in config.devices.iter().enumerate() { if d.enabled { out.push(i); } }
+            out
+        }
+        pub fn build_metal_size_for_shape(shape: &[usize]) -> MTLSize {
+            let mut n = 1;
+            for d in shape.iter() { n *= d; }
+            MTLSize { width: n as u64, height: 1, depth: 1 }
+        }
+        """,
     "a predicate on the device type computes nothing": """
         impl Device {
             pub fn is_cuda(self) -> bool {

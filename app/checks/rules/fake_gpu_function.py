@@ -10,6 +10,14 @@ from app.checks.workspace import IndexedFunction, Workspace
 
 # A question about the device or the data (`is_cuda`, `has_cuda`, `supports_f16`).
 _PREDICATE = re.compile(r"(?:is|has|can|supports?|uses?)_")
+# Names of set-up and bookkeeping around the GPU (`cuda_devices`, `plan_cuda`,
+# `build_metal_size_for_shape`, `release_cuda_graph_entries`): a loop in one walks
+# devices, shapes or entries on the host, as it must; it is not an op's work.
+_BOOKKEEPING = re.compile(
+    r"^(?:get|set|build|plan|load|account|count|num|find|select|list|parse|collect|release|prepare"
+    r"|register|init|setup|configure|make|new|create)_"
+    r"|_(?:stats|counts?|capacity|devices?|ids?|config|info|names?|sizes?|tokens|libs?|groups|workers?)$"
+)
 
 
 def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
@@ -57,7 +65,7 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     loops = [s for s in fn.signals if s.kind == "host_loop"]
     if host.startswith("moves data") and not loops and returns_host_data(item):
         return  # an accessor that hands device data to the caller: reading back is its job
-    if not host and loops and item.claim.startswith("its name"):
+    if not host and loops and item.claim.startswith("its name") and not _BOOKKEEPING.search(fn.name):
         # A GPU name is an explicit claim; a signature type alone is not (view and
         # metadata helpers loop over shapes on the host, legitimately).
         host = f"computes in a host loop at line {fn.line_of(loops[0].offset)}"
