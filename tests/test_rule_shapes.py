@@ -332,6 +332,13 @@ HOST_ROUND_TRIP_NO_GPU_TYPES = """
     """
 
 LEGITIMATE = {
+    "placing a layer's weights on a device is placement, not an op": """
+        impl NcclDeviceMapper {
+            fn cast_nm_device(&self, x: &Tensor, loading_isq: bool) -> Result<Tensor> {
+                if loading_isq { x.to_device(&Device::Cpu) } else { x.to_device(&self.nm_device) }
+            }
+        }
+        """,
     "set-up named after the GPU walks its devices and shapes on the host": """
         pub fn cuda_devices(config: &Config) -> Vec<usize> {
             let mut out = Vec::new();
@@ -509,6 +516,20 @@ def test_location_makes_gpu_code() -> None:
     code = HOST_ROUND_TRIP_NO_GPU_TYPES
     assert "fake-gpu-function" in rules_found(code, path="mylib-gpu/src/ops.rs")
     assert "fake-gpu-function" not in rules_found(code, path="mylib/src/ops.rs")
+
+
+def test_a_procedural_macro_crate_is_not_gpu_code() -> None:
+    """`cubecl-macros` generates launch code inside the compiler: its `unimplemented!()`
+    for an unsupported syntax and its loops over arguments are no GPU work of its own."""
+    code = """
+    pub fn launch_arg_where(fields: &[Field]) -> TokenStream {
+        let mut out = Vec::new();
+        for f in fields.iter() { out.push(quote![#f: LaunchArg]); }
+        match fields.len() { 0 => unimplemented!("empty launch"), _ => quote![#(#out),*] }
+    }
+    """
+    assert rules_found(code, path="crates/cubecl-macros/src/launch.rs") == set()
+    assert rules_found(code, path="crates/cubecl-cuda/src/launch.rs") != set()
 
 
 def test_configured_gpu_paths_count_as_location() -> None:

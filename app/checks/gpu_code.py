@@ -83,7 +83,8 @@ TRANSFER_NAME = re.compile(
     r"|(?:^|_)item(?:_|$)|^fmt$|display|debug|dump|print|save|serialize|export|to_string|checksum"
     r"|^read_|^write_|snapshot|summary|_to_host|_to_cpu|^as_host|^host_|htod|dtoh|memcpy|^clone_"
     r"|^(?:check|validate|verify|assert|compare|test)_|^try_from$|^from$|^into$|^try_into$"
-    r"|state_dict|checkpoint|to_bytes|from_bytes",
+    r"|state_dict|checkpoint|to_bytes|from_bytes"
+    r"|(?:^|_)(?:set|cast|move|place)_(?:\w+_)?device$",  # placement: `set_nm_device`, `cast_nm_device`
     re.I,
 )
 # Build scripts, developer tools and the helpers a crate keeps for its tests
@@ -91,7 +92,8 @@ TRANSFER_NAME = re.compile(
 # product either.
 _TOOL_PATH = re.compile(
     r"(?:^|/)(?:build\.rs$|xtask/|tools?/|scripts?/|bindings?[-_]?gen\w*/|\w*bindgen\w*/"
-    r"|test_?(?:helpers?|utils?|support)(?:\.rs$|/))"
+    r"|test_?(?:helpers?|utils?|support)(?:\.rs$|/)"
+    r"|[\w-]+[-_](?:macros?|derive)/src/)"  # a procedural macro crate runs inside the compiler
 )
 TEST_ATTR = re.compile(
     r"#\[\s*(?:\w+::)*(?:test|proptest)(?:_case)?\b|#\[\s*rstest\b|#\[\s*cfg_attr\([^)]*\btest\b"
@@ -141,8 +143,8 @@ def is_test(fn: Function) -> bool:
 
 def is_support_code(fn: Function, path: str) -> bool:
     """Tests, benches, examples, ``#[cfg(test)]`` modules, build scripts (and the
-    modules they keep in ``build/``) and developer tools: code that supports the
-    product but is not what users call."""
+    modules they keep in ``build/``), procedural macros and developer tools: code that
+    supports the product but is not what users call."""
     if is_test(fn) or _TOOL_PATH.search(path):
         return True
     parts = path.split("/")
