@@ -26,7 +26,10 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     GPU impl or trait, GPU buffer types in its signature, or a GPU crate/module)
     while nothing it runs, itself or through its callees, launches GPU work: no
     kernel launch, no cuBLAS/cuDNN call, no CubeCL or wgpu dispatch, no PTX/WGSL
-    source. Instead it computes on the host.
+    source. Instead it computes on the host. A predicate (`is_cuda(self) -> bool`),
+    device placement (`set_device`, `cast_nm_device`) and set-up named after the GPU
+    that only loops over devices or shapes (`cuda_devices`, `plan_cuda`) make no such
+    claim and are not flagged.
 
     ## Why is this bad?
     Spec Step 2 #1 and check 4a: "If zero matches are found in the function and
