@@ -532,6 +532,30 @@ def test_a_procedural_macro_crate_is_not_gpu_code() -> None:
     assert rules_found(code, path="crates/cubecl-cuda/src/launch.rs") != set()
 
 
+def test_reading_back_is_what_to_host_is_for() -> None:
+    """tract's `CudaTensor::to_host` copies the buffer back in the `else` of an
+    exotic-layout test: that branch is the function's job, not a CPU fallback."""
+    code = """
+    impl CudaTensor {
+        fn to_host(&self) -> TractResult<Arc<Tensor>> {
+            with_cuda_stream(|stream| {
+                let t: Tensor = if let Some(fact) = &self.exotic_fact {
+                    let mut blob = Blob::new_for_size(self.buffer.len());
+                    stream.memcpy_dtoh(&self.buffer.inner, blob.as_bytes_mut())?;
+                    decode_blocks(fact, blob)?
+                } else {
+                    let mut tensor = Tensor::uninitialized(self.datum_type, &self.shape)?;
+                    stream.memcpy_dtoh(&self.buffer.inner, tensor.as_bytes_mut())?;
+                    tensor
+                };
+                Ok(Arc::new(t))
+            })
+        }
+    }
+    """
+    assert "silent-fallback" not in rules_found(code, path="cuda/src/tensor.rs")
+
+
 def test_configured_gpu_paths_count_as_location() -> None:
     code = HOST_ROUND_TRIP_NO_GPU_TYPES
     assert "fake-gpu-function" not in rules_found(code, path="accel/src/ops.rs")

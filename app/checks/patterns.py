@@ -310,8 +310,8 @@ def fallback_sites(ws: Workspace, item: IndexedFunction) -> list[FallbackSite]:
             cpu = _host_result(item, start, end)
         if not cpu or cpu_only(item, start):
             return
-        if cpu.startswith("moves data to the host") and returns_host_data(item):
-            return
+        if cpu.startswith("moves data to the host") and (item.moves_data or returns_host_data(item)):
+            return  # `to_host`, `gpu_to_cpu`: reading back is what it is for
         gate = env_gate(item, start, end)
         helper = opt_in_helper(ws, item, start) if gate is None else None
         if gate is None and returns_error(item, start, end) and not has_return(item, start, end):
