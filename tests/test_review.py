@@ -996,7 +996,16 @@ def test_a_terse_title_is_held_to_the_evidence_of_the_change() -> None:
     assert not claim.backed and any("4d" in m for m in claim.missing)
 
 
-@pytest.mark.parametrize("title", ["rope kernel", "Metal training works", "Pool query sets to fix metal"])
+@pytest.mark.parametrize(
+    "title",
+    [
+        "rope kernel",
+        "Metal training works",
+        "Pool query sets to fix metal",
+        "feat: expanded DirectML options",  # ONNX Runtime's GPU execution providers
+        "fix: register the TensorRT provider",
+    ],
+)
 def test_a_title_that_puts_its_work_on_the_gpu_is_a_claim_even_naming_no_function(title: str) -> None:
     """Neither "rope" nor "training" names a function the diff changes: the title is held
     to all of the diff's GPU code, here untested, not dropped."""
@@ -1961,6 +1970,9 @@ def test_a_title_about_the_plumbing_of_gpu_code_claims_nothing(title: str) -> No
         "Throw error when softmax on wgpu gets a dtype not supported in WGSL",  # error handling
         "Add support for building softmax_sys with CUDA",  # a build option
         "Another attempt at removing the wgpu hack.",  # a removal
+        "fix: linking for softmax on arm64 and static linking for WebGPU",  # a build setting
+        "feat: threadpool access in operator kernels",  # an ONNX custom operator's host kernel
+        "feat: implement more kernel attribute types",
     ],
 )
 def test_a_title_about_builds_files_tests_or_edits_inside_gpu_code_claims_nothing(title: str) -> None:

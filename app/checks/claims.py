@@ -42,8 +42,10 @@ _BACKEND = rf"(?:gpu|ptx|{_BACKENDS})"  # the word that names a GPU backend
 # GPU code by its name: "rope kernel", "int8 matmul shader"; not an operating system's
 # kernel ("exhausting kernel stack", "the guest kernel").
 _KERNEL = (
-    r"(?<!linux )(?<!guest )(?:kernel|shader)s?"
-    r"(?!\s+(?:stack|mode|space|panics?|images?|elf|binar\w*|entry|syscalls?)\b)"
+    # An OS kernel, a zkVM guest's, an ONNX custom operator's (host code: "threadpool
+    # access in operator kernels", "kernel attribute types") is no GPU kernel.
+    r"(?<!linux )(?<!guest )(?<!operator )(?:kernel|shader)s?"
+    r"(?!\s+(?:stack|mode|space|panics?|images?|elf|binar\w*|entry|syscalls?|attributes?)\b)"
 )
 # What an implementation of an op for a backend is called.
 _IMPLEMENTATION = rf"(?:implementation|{_KERNEL}|support|bindings?|version|variant)"
@@ -205,7 +207,9 @@ _DETOUR_RULES = HOST_DETOUR_RULES | {"cpu-detour"}
 _DID = re.compile(r"^\W*(?:fix|port|mov|make|wire|add|implement|enable|support)\w*\b", re.I)
 _BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|webgpu|vulkan|rocm|opencl)(?![a-z])", re.I)
 # A title that names a GPU backend (or the GPU) as the place of the work.
-_BACKEND_WORD = re.compile(rf"\b(?:gpu|{_BACKENDS}|hip|spirv|cudnn|cublas\w*|ptx|wgsl|msl|mps)\b", re.I)
+_BACKEND_WORD = re.compile(
+    rf"\b(?:gpu|{_BACKENDS}|hip|spirv|cudnn|cublas\w*|tensorrt|directml|ptx|wgsl|msl|mps)\b", re.I
+)
 # Upkeep, not GPU work: a title about it makes no claim ("Update cubecl", "Metal commands
 # refactoring", "Split the cuda error file", "ci: fix wgpu-info", "fix/cudnn/test: ..",
 # "fix(tests): ..", "fix cuda docker image", "fix metal test silu usage", "add X in
@@ -220,7 +224,7 @@ _UPKEEP = re.compile(
     r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lint"
     r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|ci|logging|warnings?|macros?"
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*"
-    r"|cargo|rerun-if-changed|when\s+(?:building|compiling)"
+    r"|cargo|rerun-if-changed|when\s+(?:building|compiling)|(?:static\s+)?linking"
     r"|(?:avoid|skip|stop)\w*\s+(?:compil|build|link)\w*)\b"  # "Avoid compiling any OpenCL on macos"
     # "Port some compiletests", "reduce bitonic shuffle test iterations": the tests' own settings
     r"|\b(?:compile|unit|integration|smoke|regression)[- ]?tests?\b"

@@ -91,6 +91,7 @@ def _plain(text: str, keep_code: bool = False) -> str:
 DEVICE_WORDS = (
     r"gpus?|cuda|ptx|cubecl|wgpu|on-device|device-resident|cublas\w*|cudnn|cusolver|cusparse"
     r"|cufft|nccl|msl|metal|mps|hip|rocm|vulkan|opencl|wgsl|tensor cores?|shaders?"
+    r"|tensorrt|directml"  # ONNX Runtime's GPU execution providers (NVIDIA's, DirectX 12's)
 )
 GPU_WORDS = rf"{DEVICE_WORDS}|kernels?"
 GPU_WORD = re.compile(rf"\b(?:{GPU_WORDS})\b|Gpu[A-Z]", re.I)
