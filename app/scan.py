@@ -91,7 +91,7 @@ def _facts_version() -> str:
     the version."""
     checks = Path(__file__).parent / "checks"
     h = hashlib.blake2b(EXTRACTOR_VERSION.encode(), digest_size=8)
-    for name in ("rust_index.py", "model.py"):
+    for name in ("rust_index.py", "model.py", "gpu_code.py"):  # the extractor and what it imports
         h.update((checks / name).read_bytes())
     return f"{EXTRACTOR_VERSION}-{h.hexdigest()}"
 

@@ -231,10 +231,12 @@ def test_an_edit_to_the_extractor_retires_its_cached_facts(tmp_path: Path) -> No
     def version() -> str:
         return subprocess.run(probe, cwd=copy, check=True, capture_output=True, text=True).stdout.strip()
 
-    before = version()
-    extractor = copy / "app/checks/rust_index.py"
-    extractor.write_text(extractor.read_text() + "\n# an edit that changes what gets extracted\n")
-    assert version() != before
+    seen = {version()}
+    for module in ("rust_index.py", "gpu_code.py"):  # the extractor, and what it imports
+        source = copy / "app/checks" / module
+        source.write_text(source.read_text() + "\n# an edit that changes what gets extracted\n")
+        seen.add(version())
+    assert len(seen) == 3
 
 
 def test_warm_cache_gives_identical_results_and_lives_in_the_cache_dir(

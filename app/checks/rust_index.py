@@ -33,8 +33,8 @@ from app.checks.model import (
     Signal,
 )
 
-# Part of the facts cache key, with this file's own source: bump it when the facts
-# change without an edit here (a new tree-sitter grammar).
+# Part of the facts cache key, with the source of this file and of the modules it
+# imports: bump it when the facts change without an edit there (a new tree-sitter grammar).
 EXTRACTOR_VERSION = "40"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
