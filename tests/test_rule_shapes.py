@@ -332,6 +332,22 @@ HOST_ROUND_TRIP_NO_GPU_TYPES = """
     """
 
 LEGITIMATE = {
+    "a predicate, statistics and a synchronize loop, each named after the GPU": """
+        impl StepSubmission {
+            pub fn cuda_has_tail(&self) -> bool { has_tail(&self.steps) }
+        }
+        impl LoraArena {
+            pub fn cuda_stats(&self) -> ArenaStats { stats(&self.slots) }
+        }
+        pub fn synchronize_cuda_contexts(devices: &[Device]) -> Result<()> {
+            for device in devices.iter() {
+                if let Device::Cuda(cuda) = device { cuda.stream().context().synchronize()?; }
+            }
+            Ok(())
+        }
+        fn has_tail(steps: &[Step]) -> bool { steps.iter().any(|s| s.tail) }
+        fn stats(slots: &[Slot]) -> ArenaStats { ArenaStats { used: slots.iter().filter(|s| s.used).count() } }
+        """,
     "placing a layer's weights on a device is placement, not an op": """
         impl NcclDeviceMapper {
             fn cast_nm_device(&self, x: &Tensor, loading_isq: bool) -> Result<Tensor> {

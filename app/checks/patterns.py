@@ -90,7 +90,7 @@ def _is_cpu_impl_call(ws: Workspace, item: IndexedFunction, call: Call) -> bool:
     )
     # `fft_gpu` calling plain `fft`: the name without the backend word is the host
     # version, unless that function reaches a kernel itself.
-    host_namesake = not named_cpu and name == _without_backend_word(item.fn.name)
+    host_namesake = not named_cpu and name == without_backend_word(item.fn.name)
     if not (named_cpu or host_namesake) or gpu_code.TRANSFER_NAME.search(name):
         return False
     targets = ws.resolve(call, item)
@@ -105,7 +105,7 @@ _BACKEND_AFFIX = re.compile(
 )
 
 
-def _without_backend_word(name: str) -> str:
+def without_backend_word(name: str) -> str:
     """``fft_gpu``/``gpu_fft`` -> ``fft``; a name without such a word comes back empty."""
     bare = _BACKEND_AFFIX.sub("", name, count=1)
     return bare if bare != name else ""

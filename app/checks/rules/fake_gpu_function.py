@@ -4,7 +4,7 @@ import re
 from collections.abc import Iterator
 
 from app.checks.model import Severity
-from app.checks.patterns import cpu_work, returns_host_data
+from app.checks.patterns import cpu_work, returns_host_data, without_backend_word
 from app.checks.rules.base import Hit, Rule, error_type, function_name
 from app.checks.workspace import IndexedFunction, Workspace
 
@@ -27,9 +27,9 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     while nothing it runs, itself or through its callees, launches GPU work: no
     kernel launch, no cuBLAS/cuDNN call, no CubeCL or wgpu dispatch, no PTX/WGSL
     source. Instead it computes on the host. A predicate (`is_cuda(self) -> bool`),
-    device placement (`set_device`, `cast_nm_device`) and set-up named after the GPU
-    that only loops over devices or shapes (`cuda_devices`, `plan_cuda`) make no such
-    claim and are not flagged.
+    device placement (`set_device`, `cast_nm_device`), set-up and bookkeeping named
+    after the GPU (`cuda_devices`, `plan_cuda`, `cuda_stats`) and a loop that allocates
+    or synchronizes per device make no such claim and are not flagged.
 
     ## Why is this bad?
     Spec Step 2 #1 and check 4a: "If zero matches are found in the function and
@@ -60,7 +60,8 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
         return
     if item.moves_data or fn.trait == "Drop":
         return
-    if _PREDICATE.match(fn.name) and fn.ret.strip() == "bool":
+    names = (fn.name, without_backend_word(fn.name))  # `cuda_has_tail` asks what `has_tail` asks
+    if any(_PREDICATE.match(name) for name in names) and fn.ret.strip() == "bool":
         return  # `Device::is_cuda(self) -> bool` asks about the device; it computes nothing
     if item.claim.startswith("its `#[cfg"):
         return  # cfg-gated-stub covers items whose only claim is the feature gate
@@ -68,9 +69,13 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     loops = [s for s in fn.signals if s.kind == "host_loop"]
     if host.startswith("moves data") and not loops and returns_host_data(item):
         return  # an accessor that hands device data to the caller: reading back is its job
-    if not host and loops and item.claim.startswith("its name") and not _BOOKKEEPING.search(fn.name):
+    if any(_BOOKKEEPING.search(name) for name in names) and not host.startswith("moves data"):
+        return  # set-up and bookkeeping: its loops and host helpers are no op's work
+    drives_the_device = any(s.kind in ("device_memory", "sync") for s in fn.signals)
+    if not host and loops and item.claim.startswith("its name") and not drives_the_device:
         # A GPU name is an explicit claim; a signature type alone is not (view and
-        # metadata helpers loop over shapes on the host, legitimately).
+        # metadata helpers loop over shapes on the host, legitimately). A loop that
+        # allocates or synchronizes per layer or device manages the GPU.
         host = f"computes in a host loop at line {fn.line_of(loops[0].offset)}"
     if not host:
         return
