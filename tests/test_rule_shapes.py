@@ -177,6 +177,27 @@ VIOLATIONS = {
         }
         """,
     ),
+    "disabled-gpu-test: its only check compares with NaN": (
+        "disabled-gpu-test",
+        """
+        #[test]
+        fn gpu_erf_runs() {
+            let dev = CudaDevice::new(0).unwrap();
+            for e in gpu_erf(&dev).unwrap() {
+                assert_ne!(e, f32::NAN);
+            }
+        }
+        """,
+    ),
+    "deferred-kernel: an assertion whose message defers the other modes": (
+        "deferred-kernel",
+        """
+        pub fn gpu_rope_inplace(x: &mut CudaSlice<f32>, mode: RopeMode) -> Result<(), GpuError> {
+            assert!(mode == RopeMode::Llama, "TODO: only support Llama mode yet");
+            launch_rope(x)
+        }
+        """,
+    ),
     "shape-bypass: dtype gate sends everything but f32 to the host": (
         "shape-bypass",
         """
@@ -332,6 +353,24 @@ HOST_ROUND_TRIP_NO_GPU_TYPES = """
     """
 
 LEGITIMATE = {
+    "a GPU test that checks values, and for NaN with is_nan": """
+        #[test]
+        fn gpu_erf_matches_reference() {
+            let dev = CudaDevice::new(0).expect("this test needs a CUDA device");
+            let out = gpu_erf(&dev).unwrap();
+            assert_ne!(out.len(), 0);
+            for (e, r) in out.iter().zip(erf_reference()) {
+                assert!(!e.is_nan());
+                assert!((e - r).abs() < 1e-5, "erf off by {}", e - r);
+            }
+        }
+        """,
+    "an assertion of GPU code that guards its input": """
+        pub fn gpu_rope_inplace(x: &mut CudaSlice<f32>, dims: usize) -> Result<(), GpuError> {
+            assert!(dims % 2 == 0, "rope needs an even number of dimensions");
+            launch_rope(x)
+        }
+        """,
     "a predicate, statistics and a synchronize loop, each named after the GPU": """
         impl StepSubmission {
             pub fn cuda_has_tail(&self) -> bool { has_tail(&self.steps) }

@@ -14,12 +14,16 @@ _NOT_YET = re.compile(
     r"|\btodo\b|\bTODO\b|\bFIXME\b",
     re.I,
 )
+_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_ASSERTS = frozenset({"assert", "assert_eq", "assert_ne"})
 
 
 def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     """## What it does
-    Flags `todo!()`, `unimplemented!()` and `panic!("not yet ...")` in GPU code,
-    and in the `Device::Cuda(_)` arm of any dispatch.
+    Flags `todo!()`, `unimplemented!()`, `panic!("not yet ...")` and an assertion
+    whose message says the rest is not done yet (`assert!(mode == Mode::Llama, "TODO:
+    only support Llama mode yet")`) in GPU code, and in the `Device::Cuda(_)` arm of
+    any dispatch.
 
     ## Why is this bad?
     Spec Step 2 #2: a deferred kernel is not a kernel. The function compiles,
@@ -48,13 +52,19 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
             what = f"`{macro.name}!()`"
         elif macro.name == "panic" and _NOT_YET.search(macro.args):
             what = f"`panic!{macro.args[:60]}`"
+        elif macro.name in _ASSERTS and any(_NOT_YET.search(m) for m in _STRING.findall(macro.args)):
+            # `assert!(mode == RopeMode::Llama, "TODO: only support Llama mode yet")`: the
+            # other modes are deferred work that panics on the user's data.
+            what = f"`{macro.name}!{macro.args[:60]}`"
         else:
             continue
         holding = [a for a in fn.arms if a.body_start <= macro.offset < a.end]
         innermost = max(holding, key=lambda a: a.body_start) if holding else None
         in_cuda_arm = innermost is not None and innermost in cuda_arms
-        if macro.name == "panic" and any(gpu_code.KERNEL_ATTR.search(a) for a in fn.attrs):
-            continue  # a panic in #[cube] code fires at kernel expansion, not on the user's data
+        if macro.name not in ("todo", "unimplemented") and any(
+            gpu_code.KERNEL_ATTR.search(a) for a in fn.attrs
+        ):
+            continue  # a panic or assertion in #[cube] code fires at kernel expansion, not on the user's data
         # A helper that merely lives in a GPU crate (an enum mapping, say) is no kernel.
         gpu_op = item.claim or (item.gpu_location and item.evidence) or in_cuda_arm
         if not gpu_op or cpu_only(item, macro.offset):

@@ -4,7 +4,7 @@ import re
 from collections.abc import Iterator
 
 from app.checks.gpu_tests import is_gpu_test
-from app.checks.model import Branch, Function, Severity
+from app.checks.model import Branch, Function, Macro, Severity
 from app.checks.patterns import has_return
 from app.checks.rules.base import Hit, Rule, function_name
 from app.checks.workspace import IndexedFunction, Workspace
@@ -22,6 +22,16 @@ _DEVICE_PROBE = re.compile(
 )
 _FAILS = re.compile(r"assert|panic!|unreachable!|\.expect\(|\.unwrap\(")
 _METHOD_ON_LOCAL = re.compile(r"\s*&?\s*[a-z_]\w*\s*\.\s*\w+")
+_NAN = r"(?:\b(?:std::|core::)?f(?:32|64)::)?\bNAN\b"
+_MESSAGE = r'(?:\s*,\s*".*)?'
+# Checks that pass whatever the value: NaN is unequal to everything, itself included,
+# so `assert_ne!(x, f32::NAN)` and `assert!(x != f32::NAN)` hold for every `x`.
+_NEVER_FAILS = {
+    "assert_ne": re.compile(rf"^\(\s*(?:[^,]+,\s*{_NAN}|{_NAN}\s*,[^,]+){_MESSAGE}\s*\)$"),
+    "assert": re.compile(rf"^\(\s*[^,=!]+!=\s*{_NAN}{_MESSAGE}\s*\)$"),
+}
+# A helper that checks a result (`assert_close(..)`, `check_output(..)`); not `.expect(..)`.
+_CHECKING_CALL = re.compile(r"^(?:assert|check|verify|expect|compare)_", re.I)
 
 
 def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
@@ -30,7 +40,9 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     `#[cfg(not(test))]`, an early `return` when an environment variable or the
     device is missing (`Err(_) => return`, `let Ok(..) = .. else { return }`,
     `if .. .is_err() { return; }`), a test whose every GPU device is built inside
-    `if Cuda::is_available() { .. }` with no failing `else`, or an empty body.
+    `if Cuda::is_available() { .. }` with no failing `else`, an empty body, or a test
+    whose only checks compare with NaN (`assert_ne!(x, f32::NAN)`), which hold for
+    every value.
 
     ## Why is this bad?
     Spec Step 2 #9: such a test passes on a machine with no GPU, so a green run
@@ -76,6 +88,16 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
     if re.sub(rb"\s+", b"", fn.text) == b"{}":
         yield Hit(fn.fn_line, f"GPU test {function_name(item)} has an empty body: it cannot fail.")
         return
+    never_fails = _checks_that_never_fail(item)
+    if never_fails:
+        yield Hit(
+            fn.line_of(never_fails[0].offset),
+            f"GPU test {function_name(item)} checks its result only with "
+            f"`{never_fails[0].name}!{never_fails[0].args[:60]}`: NaN is unequal to every "
+            f"value, so the check passes whatever the GPU computed. Compare with expected "
+            f"values, or use `.is_nan()`.",
+        )
+        return
     for region in fn.regions:
         if (
             region.kind == "let-else"
@@ -118,6 +140,22 @@ def check(ws: Workspace, item: IndexedFunction) -> Iterator[Hit]:
             f"skips them and passes. Fail instead when the device is missing "
             f'(`assert!(..., "this test needs a CUDA device")`), and run it on a GPU runner.',
         )
+
+
+def _checks_that_never_fail(item: IndexedFunction) -> list[Macro]:
+    """The test's assertions, when every one compares with NaN by `!=` (and it hands
+    its result to no checking helper): checks that hold for any value."""
+    fn = item.fn
+    asserts = [m for m in fn.macros if m.name.startswith(("assert", "debug_assert"))]
+    if not asserts or any(_CHECKING_CALL.match(c.name) for c in fn.calls):
+        return []
+    never = [
+        m
+        for m in asserts
+        if (shape := _NEVER_FAILS.get(m.name.removeprefix("debug_")))
+        and shape.match(" ".join(m.args.split()))
+    ]
+    return never if len(never) == len(asserts) else []
 
 
 def _only_where_probed(item: IndexedFunction) -> Branch | None:

@@ -53,7 +53,12 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     the types the code it reaches builds (`backend.add_f32(..)` after `BackendA::new()`
     does not run `BackendB`'s; every impl when it builds none of them), and never an
     impl placed in another backend than the one it names (its file, name, devices,
-    calls and messages). A claim is not about the host twin of its op (`im2col_cpu`),
+    calls and messages). A function that runs many ops by the string it matches on
+    (`"Erf" =>` in wonnx's `compile`) is tested for the claimed op only by a GPU test
+    that asks for it by that name; a function that launches nothing itself but hands
+    an op's value to a dispatcher (candle's `rope_thd` passing `&RotaryEmbThd` to
+    `apply_op3_no_bwd`) has the launch the walk of 4d reaches from it. A claim is
+    not about the host twin of its op (`im2col_cpu`),
     and "move sync rule to gpu" of a diff under a `gpu/` folder moves code between
     crates.
 
