@@ -836,7 +836,8 @@ def _op_functions(
     run of the title's words, longest first, as a whole name or as a string it matches
     on (`"HardSigmoid" =>` in wonnx's `compile`); none when the title is about
     something else or names set-up code ("Make init_cuda_backend idempotent").
-    ``dispatched_by`` gets the op's name for each function named only by such a string."""
+    ``dispatched_by`` gets, for each one that runs the op among many by the string it
+    matches on, that string."""
     work = [f for f in _gpu_code(candidates, findings) if not _SET_UP_NAME.match(f.fn.name)]
     runs = [subject[i : i + n] for n in range(len(subject), 0, -1) for i in range(len(subject) - n + 1)]
     for run in runs:
@@ -845,10 +846,8 @@ def _op_functions(
             continue
         named = [f for f in work if _names_the_op(f, run)]
         for f in named:
-            dispatch = (
-                "" if names_subject(f.fn.qualname, run, whole_words=True) else _dispatch_string(f, joined)
-            )
-            if dispatch:
+            by_its_name = names_subject(f.fn.qualname, run, whole_words=True)
+            if not by_its_name and (dispatch := _dispatch_string(f, joined)):
                 dispatched_by[id(f)] = dispatch
         if named:
             return named
