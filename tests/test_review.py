@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.checks import gpu_code
-from app.checks.claims import answer_questions
+from app.checks.claims import Claim, answer_questions
 from app.checks.gpu_tests import is_gpu_test
 from app.checks.prose import sentences, words
 from app.checks.review import review
@@ -2024,6 +2024,52 @@ def test_an_op_a_dispatcher_runs_by_name_is_tested_only_by_a_test_that_asks_for_
         ),
     }
     (claim,) = run_review(checked, body="", title="feat: implement Erf operator").claims
+    assert claim.backed, claim.missing
+
+
+_GATHER = """
+impl MetalStorage {
+    pub fn gather(&self, ids: &Self) -> Result<Self> {
+        let name = match (ids.dtype, self.dtype) {
+            (DType::U32, DType::F32) => "gather_u32_f32",
+            (DType::U32, DType::I64) => "gather_u32_i64",
+            (left, right) => bail!("Metal gather {left:?} {right:?} not implemented"),
+        };
+        let encoder = self.device.command_encoder();
+        encoder.set_compute_pipeline_state(&self.device.pipeline(name));
+        encoder.dispatch_thread_groups(self.grid(), self.group());
+        Ok(self.output())
+    }
+}
+"""
+_GATHER_TEST = """
+#[test]
+fn gather_metal() {
+    let device = Device::new_metal(0).unwrap();
+    let ids = Tensor::new(&[0u32, 2], &device).unwrap();
+    let t = Tensor::new(&[1f32, 2.0, 3.0], &device).unwrap();
+    assert_eq!(t.storage().gather(&ids.storage()).unwrap().to_vec(), vec![1.0, 3.0]);
+}
+"""
+
+
+def _claims_of_lines(files: dict[str, str], touched: dict[str, frozenset[int]], body: str) -> list[Claim]:
+    sources = [SourceFile(path, extract(code.encode())) for path, code in files.items()]
+    return review(sources, RepoConfig(), touched, "", body).claims
+
+
+def test_the_arms_a_diff_adds_to_a_dispatch_are_tested_only_by_a_test_that_takes_one() -> None:
+    # The diff adds the `(U32, I64)` arm; the one GPU test gathers f32 with u32 ids.
+    files = {"src/metal_backend.rs": _GATHER, "tests/gather.rs": _GATHER_TEST}
+    new_arm = {"src/metal_backend.rs": frozenset({6})}
+    (claim,) = _claims_of_lines(files, new_arm, "Added `MetalStorage::gather` for i64 sources on Metal.")
+    assert not claim.backed
+    assert "take none of the arms the diff adds (`(DType::U32, DType::I64) =>`)" in claim.missing[0]
+    i64_test = _GATHER_TEST.replace("gather_metal", "gather_i64_metal").replace("1f32", "1i64")
+    files_with_i64 = {**files, "tests/gather_i64.rs": i64_test}
+    (claim,) = _claims_of_lines(
+        files_with_i64, new_arm, "Added `MetalStorage::gather` for i64 sources on Metal."
+    )
     assert claim.backed, claim.missing
 
 

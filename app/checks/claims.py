@@ -7,11 +7,11 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from app.checks.engine import HOST_DETOUR_RULES
+from app.checks.engine import HOST_DETOUR_RULES, Touched
 from app.checks.enumerations import enumerated_subjects
 from app.checks.gpu_code import backends_named
-from app.checks.gpu_tests import fails_without_a_gpu, gpu_test_reach, tests_reaching
-from app.checks.model import Finding
+from app.checks.gpu_tests import fails_without_a_gpu, gpu_test_reach, test_code, tests_reaching
+from app.checks.model import Arm, Finding
 from app.checks.prose import (
     DEVICE_WORD,
     GPU_WORD,
@@ -569,14 +569,15 @@ def judge(
     changed: list[IndexedFunction],
     findings: list[Finding],
     held: list[Finding],
+    touched: Touched,
     kernel_sources: Sequence[str] = (),
     added: Sequence[IndexedFunction] = (),
 ) -> None:
     """Resolve the claim to the functions the diff changes and say what evidence is
     missing (empty when the claim is backed). ``findings`` (the code findings of the
     changed functions) show which code handles GPU work; ``held`` (those on the lines
-    the diff writes) count against the claim: a fallback a changed function already
-    had is not the new work's. ``kernel_sources``, the kernel files the diff changes,
+    the diff writes, ``touched``) count against the claim: a fallback a changed function
+    already had is not the new work's. ``kernel_sources``, the kernel files the diff changes,
     say why a title that names no Rust code cannot be verified; ``added``, the functions
     the diff adds whole, are the new work a title claims."""
     subject = subject_words(claim.subject)
@@ -642,6 +643,14 @@ def judge(
         for f in claim.functions
         if id(f) in dispatched_by and f not in untested and not _asked_for(ws, f, dispatched_by[id(f)])
     ]
+    # The diff's work in a function it only adds arms to (`DType::I64 =>` in candle's
+    # Metal gather) runs for a test that takes one of those arms, not for every test
+    # that reaches the function.
+    arms_untaken = {
+        id(f): arms
+        for f in claim.functions
+        if f not in untested and (arms := _new_arms(f, touched)) and not _takes_an_arm(ws, f, arms)
+    }
     for item in claim.functions:
         where = f"`{item.fn.qualname}` ({item.path}:{item.fn.fn_line})"
         if not item.evidence and not _evidence_of_its_op(ws, item) and not _launches_by_dispatch(ws, item):
@@ -661,6 +670,11 @@ def judge(
             )
         elif item in untested:
             claim.missing.append(f"{where}: no GPU test reaches it — 4d")
+        elif id(item) in arms_untaken:
+            shown = ", ".join(f"`{' '.join(a.pattern.split())[:40]} =>`" for a in arms_untaken[id(item)][:3])
+            claim.missing.append(
+                f"{where}: the GPU tests that reach it take none of the arms the diff adds ({shown}) — 4d"
+            )
 
 
 def _unverifiable_title(kernel_sources: Sequence[str]) -> str:
@@ -875,6 +889,59 @@ def _dispatch_string(item: IndexedFunction, op: str) -> str:
         return ""
     patterns = (name for arm in item.fn.arms for name in _STRING_PATTERN.findall(arm.pattern))
     return next((name for name in patterns if _spells(name, op)), "")
+
+
+def _new_arms(item: IndexedFunction, touched: Touched) -> list[Arm]:
+    """The match arms the diff adds to a function it does not add whole, when every line
+    it writes in the function's body is in one of them."""
+    fn = item.fn
+    written = [line for line in touched.get(item.path, ()) if fn.body_line <= line <= fn.end_line]
+    if not written or len(written) > fn.end_line - fn.body_line:
+        return []
+    arms = [a for a in fn.arms if fn.line_of(a.start) in written]
+    spans = [(fn.line_of(a.start), fn.line_of(a.end)) for a in arms]
+    inside = all(any(start <= line <= end for start, end in spans) for line in written)
+    return arms if arms and inside else []
+
+
+# The names an arm's pattern matches on: a string, a path's last segment, a variant.
+_PATTERN_KEY = re.compile(r'"([^"\\]{2,40})"|(?:\w+\s*::\s*)+([A-Za-z]\w*)|\b([A-Z]\w*)\b')
+_NO_KEY = frozenset({"Some", "None", "Ok", "Err", "Self", "Box", "Vec", "Option", "Result"})
+
+
+def _takes_an_arm(ws: Workspace, item: IndexedFunction, arms: list[Arm]) -> bool:
+    """A GPU test that reaches the function names everything one of the arms matches on,
+    in its code or its helpers' (`DType::I64` or `1i64`; both dtypes of `(DType::U32,
+    DType::I64) =>`; `"Erf"`): it asks for that case. True when an arm matches on
+    nothing named (`1 | 2 =>`, `_ =>`)."""
+    wanted = [_pattern_keys(arm.pattern) for arm in arms]
+    if not all(wanted):
+        return True
+
+    def asks(test: IndexedFunction) -> bool:
+        said = " ".join(
+            text
+            for code in test_code(test, ws)
+            for text in (code.fn.text.decode("latin-1"), *(lit.text for lit in code.fn.literals))
+        )
+        return any(all(_named_in(key, said) for key in keys) for keys in wanted)
+
+    tests, _ = tests_reaching(ws, item)
+    return any(asks(t) and not any(disabled_gpu_test.check(ws, t)) for t in tests)
+
+
+def _pattern_keys(pattern: str) -> set[str]:
+    return {
+        key
+        for found in _PATTERN_KEY.finditer(pattern)
+        for key in found.groups()
+        if key and key not in _NO_KEY
+    }
+
+
+def _named_in(key: str, text: str) -> bool:
+    """The key is a word of the text, whatever its case (`I64` in `1i64`)."""
+    return re.search(rf"(?<![A-Za-z]){re.escape(key)}(?![A-Za-z0-9])", text, re.I) is not None
 
 
 def _spells(name: str, op: str) -> bool:

@@ -67,10 +67,10 @@ def description_context(
     ctx = DescriptionContext(ws, title, body, said, changed, findings, touched, claims)
     held = [f for f in findings if f.line in touched.get(f.path, ())]  # on the lines the diff writes
     for claim in ctx.claims:
-        judge(ws, claim, changed, findings, held)
+        judge(ws, claim, changed, findings, held, touched)
     ctx.claims = [c for c in ctx.claims if c.functions or not c.soft]
     for claim, named in mentioned_claims(said, changed, ctx.claims):
-        judge(ws, claim, named, findings, held)
+        judge(ws, claim, named, findings, held, touched)
         if claim.functions:
             ctx.claims.append(claim)
     # A description that claims nothing in so many words is a terse one: its title is
@@ -78,7 +78,7 @@ def description_context(
     topic = title_topic(said[0]) if said and said[0].line == 0 else None
     if topic and not ctx.claims and not moved_into_a_folder(topic, touched):
         added = [f for f in changed if added_whole(f, touched)]
-        judge(ws, topic, changed, findings, held, kernel_files, added)
+        judge(ws, topic, changed, findings, held, touched, kernel_files, added)
         if topic.functions or not topic.soft:
             ctx.claims.append(topic)
     ctx.claims.sort(key=lambda c: c.line)

@@ -108,6 +108,11 @@ def _test_helpers(
                 yield target
 
 
+def test_code(test: IndexedFunction, ws: Workspace) -> tuple[IndexedFunction, ...]:
+    """The test and the test code of its crate it calls: what it runs on the device."""
+    return (test, *_test_helpers(test, ws))
+
+
 def _helper_names(ws: Workspace) -> frozenset[str]:
     """The names of the workspace's test code that is not a test itself: the only
     names a test helper can have."""

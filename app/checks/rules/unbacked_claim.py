@@ -55,7 +55,10 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     impl placed in another backend than the one it names (its file, name, devices,
     calls and messages). A function that runs many ops by the string it matches on
     (`"Erf" =>` in wonnx's `compile`) is tested for the claimed op only by a GPU test
-    that asks for it by that name; a function that launches nothing itself but hands
+    that asks for it by that name, and the arms a diff adds to a dispatch it does not
+    add whole (`(DType::U32, DType::I64) =>` in a Metal gather) only by a GPU test that
+    names all that one of them matches on (`i64` and `u32`); a function that launches
+    nothing itself but hands
     an op's value to a dispatcher (candle's `rope_thd` passing `&RotaryEmbThd` to
     `apply_op3_no_bwd`) has the launch the walk of 4d reaches from it. A claim is
     not about the host twin of its op (`im2col_cpu`),
