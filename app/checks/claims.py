@@ -641,7 +641,9 @@ def judge(
     untested += [
         f
         for f in claim.functions
-        if id(f) in dispatched_by and f not in untested and not _asked_for(ws, f, dispatched_by[id(f)])
+        if id(f) in dispatched_by
+        and f not in untested
+        and not _a_test_asks_for(ws, f, [{dispatched_by[id(f)]}])
     ]
     # The diff's work in a function it only adds arms to (`DType::I64 =>` in candle's
     # Metal gather) runs for a test that takes one of those arms, not for every test
@@ -896,8 +898,8 @@ def _new_arms(item: IndexedFunction, touched: Touched) -> list[Arm]:
     it writes in the function's body is in one of them."""
     fn = item.fn
     written = [line for line in touched.get(item.path, ()) if fn.body_line <= line <= fn.end_line]
-    if not written or len(written) > fn.end_line - fn.body_line:
-        return []
+    if not written or len(written) == fn.end_line - fn.body_line + 1:
+        return []  # nothing written, or the whole body: the diff adds the function
     arms = [a for a in fn.arms if fn.line_of(a.start) in written]
     spans = [(fn.line_of(a.start), fn.line_of(a.end)) for a in arms]
     inside = all(any(start <= line <= end for start, end in spans) for line in written)
@@ -910,23 +912,30 @@ _NO_KEY = frozenset({"Some", "None", "Ok", "Err", "Self", "Box", "Vec", "Option"
 
 
 def _takes_an_arm(ws: Workspace, item: IndexedFunction, arms: list[Arm]) -> bool:
-    """A GPU test that reaches the function names everything one of the arms matches on,
-    in its code or its helpers' (`DType::I64` or `1i64`; both dtypes of `(DType::U32,
-    DType::I64) =>`; `"Erf"`): it asks for that case. True when an arm matches on
-    nothing named (`1 | 2 =>`, `_ =>`)."""
+    """A GPU test that reaches the function takes one of the arms (`_a_test_asks_for`
+    what it matches on); true when an arm matches on nothing named (`1 | 2 =>`, `_ =>`)."""
     wanted = [_pattern_keys(arm.pattern) for arm in arms]
-    if not all(wanted):
-        return True
+    return not all(wanted) or _a_test_asks_for(ws, item, wanted)
+
+
+def _a_test_asks_for(ws: Workspace, item: IndexedFunction, wanted: list[set[str]]) -> bool:
+    """An enabled GPU test that reaches the function names, in its code or its helpers',
+    everything one of the cases matches on (`"Erf"`; both dtypes of `(DType::U32,
+    DType::I64) =>`, as `I64` or `1i64`): it asks for that case. The tests that name a
+    case's first word are checked first: a dispatcher is reached by many."""
+
+    def names(code: IndexedFunction, keys: set[str]) -> bool:
+        said = " ".join((code.fn.text.decode("latin-1"), *(lit.text for lit in code.fn.literals)))
+        return all(_named_in(key, said) for key in keys)
 
     def asks(test: IndexedFunction) -> bool:
-        said = " ".join(
-            text
-            for code in test_code(test, ws)
-            for text in (code.fn.text.decode("latin-1"), *(lit.text for lit in code.fn.literals))
-        )
-        return any(all(_named_in(key, said) for key in keys) for keys in wanted)
+        code = test_code(test, ws)
+        return any(all(any(names(c, {key}) for c in code) for key in keys) for keys in wanted)
 
-    tests, _ = tests_reaching(ws, item)
+    first = frozenset(
+        id(t) for t in ws.functions if t.support_code and any(names(t, {min(keys)}) for keys in wanted)
+    )
+    tests, _ = tests_reaching(ws, item, first)
     return any(asks(t) and not any(disabled_gpu_test.check(ws, t)) for t in tests)
 
 
@@ -946,19 +955,6 @@ def _named_in(key: str, text: str) -> bool:
 
 def _spells(name: str, op: str) -> bool:
     return bool(name) and "".join(subject_words(name)) == op
-
-
-def _asked_for(ws: Workspace, item: IndexedFunction, dispatch: str) -> bool:
-    """An enabled GPU test that reaches the function names the op among its strings
-    (`node(.., "Erf", ..)`): it asks the dispatcher for that op."""
-    op = "".join(subject_words(dispatch))
-    asking = frozenset(
-        id(t) for t in ws.functions if t.support_code and any(_spells(lit.text, op) for lit in t.fn.literals)
-    )
-    if not asking:
-        return False
-    tests, _ = tests_reaching(ws, item, asking)
-    return any(id(t) in asking and not any(disabled_gpu_test.check(ws, t)) for t in tests)
 
 
 def _saying_backend(text: str, functions: list[IndexedFunction]) -> list[IndexedFunction]:
