@@ -22,7 +22,7 @@ from app.checks.model import Severity
 from app.checks.review import review
 from app.checks.rules import BY_ID, RULES
 from app.config import CONFIG_PATH, ConfigError, RepoConfig, load_config, parse_config
-from app.diff import DiffError, touched_lines
+from app.diff import DiffError, moved_lines, touched_lines
 from app.report.checkrun import github_linker, plain_location, render
 from app.report.jsonout import render_json
 from app.report.review_text import render_review_text
@@ -273,7 +273,8 @@ def _run_review(args: argparse.Namespace) -> int:
     # The base branch's config, so a change cannot switch off its own checks.
     config_text = gitlocal.show(root, base, CONFIG_PATH)
     config = parse_config(config_text, set(BY_ID)) if config_text else RepoConfig()
-    touched = touched_lines(gitlocal.diff(root, base, head))
+    diff = gitlocal.diff(root, base, head)
+    touched = touched_lines(diff)
     if head:
         contents = {
             p: d
@@ -285,7 +286,7 @@ def _run_review(args: argparse.Namespace) -> int:
         contents, notes = read_files(root, find_rust_files(root, [], config.exclude))
     sources, _ = load_sources(contents, not args.no_cache)
     title, body = _description(args, root, base, head)
-    result = review(sources, config, touched, title, body)
+    result = review(sources, config, touched, title, body, moved_lines(diff))
     result.code.notes[:0] = notes
     repository = gitlocal.github_url(root)
     link = github_linker(repository, head or "HEAD") if repository else plain_location

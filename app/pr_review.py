@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from typing import Any
 
+from app.checks.engine import Touched
 from app.checks.review import Review, review
 from app.checks.rules import BY_ID
 from app.config import CONFIG_PATH, ConfigError, RepoConfig, parse_config
-from app.diff import DiffError, touched_lines
+from app.diff import DiffError, moved_lines, touched_lines
 from app.github.client import GitHubClient
 from app.queue.jobs import Job, PullRequestState
 from app.report.checkrun import CODE_CHECK, DESCRIPTION_CHECK, github_linker, render
@@ -73,9 +74,9 @@ def review_pull_request(github: GitHubClient, state: PullRequestState, job: Job)
             f"The base branch's configuration cannot be used: {exc}",
         )
         return "invalid-config"
-    touched = _touched(github, inst, pr)
+    touched, moved = _touched(github, inst, pr)
     sources, _ = load_sources(_rust_sources(github.tarball(inst, repo, head), config))
-    result = review(sources, config, touched, pr.title, pr.body)
+    result = review(sources, config, touched, pr.title, pr.body, moved)
     if not state.is_current(head):
         _neutral(
             github,
@@ -123,21 +124,32 @@ def _config(github: GitHubClient, inst: int, pr: PullRequest) -> RepoConfig:
     return parse_config(text, set(BY_ID)) if text else RepoConfig()
 
 
-def _touched(github: GitHubClient, inst: int, pr: PullRequest) -> dict[str, frozenset[int]]:
+def _touched(github: GitHubClient, inst: int, pr: PullRequest) -> tuple[Touched, Touched]:
+    """The lines the pull request writes in each Rust file, and those of them it only
+    moves (from any file, removed ones included)."""
     touched: dict[str, frozenset[int]] = {}
+    patches: list[str] = []
     for changed in github.pull_request_files(inst, pr.repository, pr.number):
         path = changed["filename"]
-        if not path.endswith(".rs") or changed["status"] == "removed":
-            continue
         patch = changed.get("patch")
+        if not path.endswith(".rs"):
+            continue
+        if patch is not None:
+            patches.append(f"--- a/{path}\n+++ b/{path}\n{patch}\n")
+        if changed["status"] == "removed":
+            continue
         if patch is None:  # too large for the API to show: the whole file counts as changed
             touched[path] = frozenset(range(1, 1_000_000))
             continue
         try:
-            touched.update(touched_lines(f"--- a/{path}\n+++ b/{path}\n{patch}\n"))
+            touched.update(touched_lines(patches[-1]))
         except DiffError:
             touched[path] = frozenset(range(1, 1_000_000))
-    return touched
+    try:
+        moved = moved_lines("".join(patches))
+    except DiffError:
+        moved = {}
+    return touched, moved
 
 
 def _rust_sources(tarball: bytes, config: RepoConfig) -> dict[str, bytes]:

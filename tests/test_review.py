@@ -20,6 +20,7 @@ from app.checks.rust_index import extract
 from app.checks.workspace import SourceFile, Workspace
 from app.cli import main
 from app.config import RepoConfig
+from app.diff import moved_lines, touched_lines
 from app.report.checkrun import GITHUB_TEXT_LIMIT, fit, render
 from tests.conftest import run_review
 
@@ -379,6 +380,67 @@ def test_review_command_on_a_checkout(tmp_path: Path, capsys: pytest.CaptureFixt
     assert (comment["path"], comment["rule"]) == ("src/lib.rs", "fake-gpu-function")
     assert comment["line"] == 8  # the fn line of gpu_layer_norm, which the diff added
     assert "<!-- gpuproof:finding " in comment["body"]
+
+
+DEFERRED_CUMSUM = """
+    pub fn gpu_cumsum(x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<CudaSlice<f32>, GpuError> {
+        let n = x.len();
+        assert!(n > 0, "empty input");
+        todo!("scan kernel for {n} elements")
+    }
+    """
+
+
+@pytest.mark.parametrize(("new_todo", "gap_reported"), [(False, False), (True, True)])
+def test_a_stub_the_diff_only_moves_was_there_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], new_todo: bool, gap_reported: bool
+) -> None:
+    # The stub moves from ops.rs to scan.rs beside a new kernel: it is no gap of this
+    # change; a stub the change writes into the moved function is.
+    write(tmp_path, "src/ops.rs", DEFERRED_CUMSUM)
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "base")
+    moved = textwrap.dedent(DEFERRED_CUMSUM)
+    if new_todo:
+        moved = moved.replace("let n = x.len();", "let n = x.len(); // TODO: the f64 kernel")
+    write(tmp_path, "src/ops.rs", "")
+    write(tmp_path, "src/scan.rs", textwrap.dedent(KERNEL) + moved)
+    write(tmp_path, "tests/gpu.rs", GPU_TEST)
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "Implemented scale on the GPU.")
+    main(["review", "--root", str(tmp_path), "--base", "HEAD~1", "--head", "HEAD", "--format", "json"])
+    (description,) = [c for c in json.loads(capsys.readouterr().out)["checks"] if "description" in c["name"]]
+    assert ("missing-gap-report" in description["summary"]) is gap_reported
+
+
+def test_moved_lines_are_blocks_removed_in_one_place_and_added_in_another() -> None:
+    diff = textwrap.dedent(
+        """\
+        --- a/src/ops.rs
+        +++ b/src/ops.rs
+        @@ -1,6 +1,1 @@
+        -fn a() {
+        -    let n = 1;
+        -    todo!()
+        -}
+        -Ok(())
+         // end
+        --- a/src/scan.rs
+        +++ b/src/scan.rs
+        @@ -1,1 +1,7 @@
+         // start
+        +Ok(())
+        +
+        +    fn a() {
+        +        let n = 1;
+        +        todo!()
+        +    }
+        """
+    )
+    # the function moves, indented anew; the lone "Ok(())" only looks the same
+    assert moved_lines(diff) == {"src/scan.rs": frozenset({4, 5, 6, 7})}
+    assert touched_lines(diff)["src/scan.rs"] == frozenset(range(2, 8))
 
 
 def test_review_body_file_and_bad_revision(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -2194,6 +2256,11 @@ def test_a_thing_which_runs_on_the_gpu_is_claimed() -> None:
     assert "softmax" in claim.subject and not claim.backed
 
 
+def test_a_hyphenated_compound_keeps_its_little_words_in_a_title_topic() -> None:
+    (claim,) = run_review(_WGPU_UNTESTED, body="", title="feat(wgpu): proof-of-work grinding").claims
+    assert claim.subject == "proof-of-work grinding"
+
+
 def test_a_title_that_adds_a_device_says_which() -> None:
     (claim,) = run_review(_WGPU_UNTESTED, body="", title="Add the wgpu device.").claims
     assert (claim.subject, claim.backed) == ("wgpu device", False)
@@ -2210,6 +2277,8 @@ def test_a_title_that_adds_a_device_says_which() -> None:
         "feat(math): add Metal GPU profiling benchmarks and profiler",
         "Add Metal GPU stubs",
         "Add Metal dependencies (optional)",
+        "feat: add gpu memory tracking metrics",  # what is measured of the GPU
+        "Add CUDA kernel launch counters",
     ],
 )
 def test_a_line_about_tooling_or_plumbing_of_gpu_code_claims_nothing(line: str) -> None:

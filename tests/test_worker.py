@@ -144,6 +144,35 @@ def test_pull_request_is_reviewed_and_a_second_push_comments_only_what_is_new(
     assert "2222222222" in emulator.issue_comments[0]["body"]
 
 
+def test_a_stub_moved_to_another_file_asks_for_no_gap_report(
+    emulator: GitHubEmulator, queue: JobQueue, serve: TestClient
+) -> None:
+    stub = textwrap.dedent("""\
+
+        pub fn gpu_cumsum(x: &CudaSlice<f32>) -> Result<CudaSlice<f32>, GpuError> {
+            let n = x.len();
+            todo!("scan kernel for {n} elements")
+        }
+        """)
+    emulator.trees[BASE] = {"src/lib.rs": (KERNEL + stub).encode()}
+    emulator.trees[HEAD1] = {"src/lib.rs": KERNEL.encode(), "src/scan.rs": stub.encode()}
+    emulator.add_pull(NUMBER, HEAD1, BASE, "Move cumsum to its own file", "")
+    # GitHub's patches: the stub leaves the end of lib.rs and is scan.rs's whole text.
+    lines = stub.splitlines()
+    removed = f"@@ -6,{len(lines)} +5,0 @@\n" + "".join(f"-{line}\n" for line in lines)
+    added = f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines)
+    template = _file_template(emulator)
+    emulator.pull_files[NUMBER] = [
+        {**template, "filename": "src/lib.rs", "status": "modified", "patch": removed},
+        {**template, "filename": "src/scan.rs", "status": "added", "patch": added},
+    ]
+    assert deliver(serve, "opened", HEAD1, "d1").status_code == 202
+    assert make(emulator, queue).run_once() == 1
+    description = runs_on(emulator, HEAD1)["gpuproof / description"]
+    assert description["conclusion"] == "success"
+    assert "missing-gap-report" not in description["output"]["summary"]
+
+
 def _job(head: str) -> Any:
     from app.queue.jobs import Job
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from app.checks.engine import HOST_DETOUR_RULES, Touched
 from app.checks.enumerations import enumerated_subjects
@@ -252,14 +253,15 @@ _TOPIC_NOISE = re.compile(
 # env", "workspace setting", "cubecl macro", "cuda structure", "partial
 # ContextProperties struct", "candle-nn/cuda feature", "cuda-all image", "wgpu files",
 # "GPU work a span", "cuda mod and poc", "ptx compilation make rule", "error handling",
-# "Metal GPU stubs", "cuda fft fuzzer", "the metal job": a subject whose head noun is
-# the plumbing or tooling around GPU code (its messages, errors and their handling,
-# interfaces, settings, names, macros, types, scaffolding, stubs, modules, cargo
-# features and dependencies, build rules, images, files, trace spans, fuzzers,
-# profilers, CI jobs), not GPU work.
+# "Metal GPU stubs", "cuda fft fuzzer", "the metal job", "gpu memory tracking metrics":
+# a subject whose head noun is the plumbing or tooling around GPU code (its messages,
+# errors and their handling, interfaces, settings, names, macros, types, scaffolding,
+# stubs, modules, cargo features and dependencies, build rules, images, files, trace
+# spans, fuzzers, profilers, metrics, CI jobs), not GPU work.
 _PLUMBING_HEAD = re.compile(
     r"\b(?:panics?|messages?|msgs?|errors?|apis?|api\s+changes|env|environment|settings?|config(?:s|uration)?"
     r"|names?|checks?|macros?|flags?|features?|images?|files?|spans?|stubs?|fuzz\w*|profil(?:er|ing)|jobs?"
+    r"|metrics?|telemetry|stat(?:s|istics)|counters?"
     r"|(?:make|build|compil\w*|link\w*)\s+(?:rules?|issues?|errors?|failures?|problems?|warnings?|breakage)"
     r"|compilation|(?:error|exception)\s+handling|dependenc\w+|deps"
     r"|builders?|(?:architecture|arch)\s+(?:suffix\w*|names?|lists?)"
@@ -447,8 +449,14 @@ def _topic_parts(title: str) -> list[str]:
 
 
 def _topic_of(title: str) -> str:
-    """A title without the words that are not its topic."""
-    return " ".join(_TOPIC_NOISE.sub(" ", title).split()).strip(" .:-+")
+    """A title without the words that are not its topic; a word inside a hyphenated
+    compound ("Proof-of-Work", "text-to-image") is part of it."""
+    return " ".join(_TOPIC_NOISE.sub(partial(_unless_joined, title), title).split()).strip(" .:-+")
+
+
+def _unless_joined(title: str, noise: re.Match[str]) -> str:
+    joined = title[noise.start() - 1 : noise.start()] == "-" and title[noise.end() : noise.end() + 1] == "-"
+    return noise.group() if joined else " "
 
 
 def _said_of_the_device(text: str) -> bool:

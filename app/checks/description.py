@@ -28,6 +28,7 @@ class DescriptionContext:
     changed: list[IndexedFunction]  # product code (not tests) the diff adds or changes
     findings: list[Finding]  # code findings in the changed functions
     touched: Touched  # path -> the lines the diff adds or changes
+    moved: Touched  # path -> the lines of ``touched`` the diff only moves
     claims: list[Claim] = field(default_factory=list)
 
     @property
@@ -55,6 +56,7 @@ def description_context(
     findings: list[Finding],
     touched: Touched,
     kernel_files: list[str],
+    moved: Touched,
 ) -> DescriptionContext:
     """The description's sentences and its GPU claims judged against the diff.
     ``kernel_files`` (the diff's ``kernel_sources``) say why a title over no Rust GPU
@@ -64,7 +66,7 @@ def description_context(
     claims = [
         c for c in extract_claims(said) if c.line not in planned and not moved_into_a_folder(c, touched)
     ]
-    ctx = DescriptionContext(ws, title, body, said, changed, findings, touched, claims)
+    ctx = DescriptionContext(ws, title, body, said, changed, findings, touched, moved, claims)
     held = [f for f in findings if f.line in touched.get(f.path, ())]  # on the lines the diff writes
     for claim in ctx.claims:
         judge(ws, claim, changed, findings, held, touched)

@@ -32,8 +32,14 @@ class Review:
 
 
 def review(
-    files: Iterable[SourceFile], config: RepoConfig, touched: Touched, title: str, body: str
+    files: Iterable[SourceFile],
+    config: RepoConfig,
+    touched: Touched,
+    title: str,
+    body: str,
+    moved: Touched | None = None,
 ) -> Review:
+    """``touched``: the lines the diff writes; ``moved``: those of them it only moves."""
     ws = Workspace(files, config)
     code = analyze_workspace(ws, touched)
     # A function is changed when its lines are, or when the kernel source it launches is.
@@ -45,7 +51,7 @@ def review(
         for f in ws.functions
         if (touches(touched, f) or _launches_changed_source(f, kernels, kernel_names)) and not f.support_code
     ]
-    ctx = description_context(ws, title, body, changed, code.findings, touched, kernel_files)
+    ctx = description_context(ws, title, body, changed, code.findings, touched, kernel_files, moved or {})
     description: list[Finding] = []
     for rule in DESCRIPTION_RULES:
         severity = config.severity_for(rule.id, rule.severity)
