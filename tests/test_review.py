@@ -239,6 +239,51 @@ def test_a_cpu_implementation_is_a_gap_unless_the_change_is_about_the_host() -> 
     assert gaps == {"Scale": ["missing-gap-report"], "Feature/cpu scale": []}
 
 
+@pytest.mark.parametrize("with_gpu_twin", [False, True])
+def test_the_host_method_of_an_op_the_gpu_also_runs_is_no_cpu_reference_left_for_it(
+    with_gpu_twin: bool,
+) -> None:
+    # candle's CustomOp: `cpu_fwd` beside `cuda_fwd` is the host's share of the op.
+    cuda_fwd = """
+            fn cuda_fwd(&self, x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> {
+                let f = dev.get_func("rope", "rope_thd").ok_or(GpuError::MissingKernel)?;
+                unsafe { f.launch(LaunchConfig::for_num_elems(x.len() as u32), (x,)) }?;
+                Ok(())
+            }
+    """
+    op = f"""
+        pub struct RotaryEmbThd;
+        impl RotaryEmbThd {{
+            fn cpu_fwd(&self, x: &[f32]) -> Vec<f32> {{ x.iter().map(|v| v * 2.0).collect() }}
+            {cuda_fwd if with_gpu_twin else ""}
+        }}
+    """
+    found = run_review({"src/rope.rs": op}, body="", title="Add the rope THD op").description
+    assert any("CPU-only reference" in f.message for f in found) is not with_gpu_twin
+
+
+@pytest.mark.parametrize("stub_written", [False, True])
+def test_only_a_stub_the_diff_writes_is_its_gap(stub_written: bool) -> None:
+    code = textwrap.dedent(
+        """\
+        pub fn gpu_scale(x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> {
+            let f = dev.get_func("k", "scale").ok_or(GpuError::MissingKernel)?;
+            // TODO: the f64 kernel
+            unsafe { f.launch(LaunchConfig::for_num_elems(x.len() as u32), (x,)) }?;
+            Ok(())
+        }
+        """
+    )
+    sources = [
+        SourceFile("src/lib.rs", extract(code.encode())),
+        SourceFile("tests/gpu.rs", extract(GPU_TEST.encode())),
+    ]
+    # The diff changes the launch; the TODO above it is old unless the diff writes it too.
+    touched = {"src/lib.rs": frozenset({3, 4} if stub_written else {4})}
+    found = review(sources, RepoConfig(), touched, "Launch scale with the element count", "").description
+    assert ("missing-gap-report" in {f.rule for f in found}) is stub_written
+
+
 def test_hostile_reviewer_answers_from_the_code_and_marks_the_unanswered() -> None:
     found = run_review({"src/lib.rs": KERNEL + FAKE_LAYER_NORM, "tests/gpu.rs": GPU_TEST}, body="")
     answers = {a.function.fn.name: a for a in found.answers}

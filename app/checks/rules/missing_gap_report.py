@@ -12,6 +12,7 @@ from app.checks.rules.base import Hit, Rule
 
 if TYPE_CHECKING:
     from app.checks.description import DescriptionContext
+    from app.checks.workspace import IndexedFunction
 
 _INCOMPLETE_RULES = frozenset({"deferred-kernel", "stub-residue", "cfg-gated-stub", "reference-punt"})
 _UNSUPPORTED_ERROR = re.compile(
@@ -32,13 +33,16 @@ _PARTS = {
 
 def check(ctx: DescriptionContext) -> Iterator[Hit]:
     """## What it does
-    When the diff leaves GPU work incomplete (a `todo!()` or a TODO in GPU code,
-    a `cfg`-gated stub, a CPU reference wired for the GPU, a structured
+    When the diff leaves GPU work incomplete (a `todo!()` or a TODO it writes in GPU
+    code, a `cfg`-gated stub, a CPU reference wired for the GPU, a structured
     "unsupported" error the diff adds, an opt-in CPU fallback, a CPU fallback the
     description itself announces, a GPU claim the code does not back or that names
     nothing the diff changes),
     requires the description to say what does not work yet and the next step (what
-    works is what the rest of the description is about).
+    works is what the rest of the description is about). A stub the diff only moves
+    (three or more lines removed in one place and added in another) was there
+    before, and the host method of an op that also runs on the GPU (`cpu_fwd`
+    beside `cuda_fwd`) is no CPU reference left in its place.
 
     ## Why is this bad?
     Spec Step 5: "When something is genuinely incomplete, explicitly list: what
@@ -86,11 +90,14 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
 
 
 def _incomplete_work(ctx: DescriptionContext) -> list[str]:
-    # A stub the diff only moves (a function moved to another file) was there before.
+    # The diff's own stubs: one it does not write (a TODO in a function it changes
+    # elsewhere) or only moves (a function moved to another file) was there before.
     gaps = [
         f"{f.rule} at {f.path}:{f.line}"
         for f in ctx.findings
-        if f.rule in _INCOMPLETE_RULES and f.line not in ctx.moved.get(f.path, ())
+        if f.rule in _INCOMPLETE_RULES
+        and f.line in ctx.touched.get(f.path, ())
+        and f.line not in ctx.moved.get(f.path, ())
     ]
     gaps.extend(f'the claim "{c.text}" is not backed' for c in ctx.claims if not c.backed)
     # "Have the CUDA HAL fall back to CPU for Poseidon": the description itself says part
@@ -106,7 +113,7 @@ def _incomplete_work(ctx: DescriptionContext) -> list[str]:
         fn = item.fn
         where = f"`{fn.qualname}` ({item.path}:{fn.fn_line})"
         if not (item.is_gpu_code or item.evidence):
-            if gpu_code.CPU_IMPL_NAME.search(fn.name) and not host_change:
+            if gpu_code.CPU_IMPL_NAME.search(fn.name) and not host_change and not _has_a_gpu_twin(ctx, item):
                 gaps.append(f"CPU-only reference {where}")
             continue
         added = ctx.touched.get(item.path, frozenset())
@@ -117,6 +124,13 @@ def _incomplete_work(ctx: DescriptionContext) -> list[str]:
         if env_checks and any("FALLBACK" in lit.text.upper() for lit in fn.literals):
             gaps.append(f"opt-in CPU fallback in {where}")
     return gaps
+
+
+def _has_a_gpu_twin(ctx: DescriptionContext, item: IndexedFunction) -> bool:
+    """A method of a type that also runs on the GPU (candle's `cpu_fwd` beside its
+    `cuda_fwd` and `metal_fwd`) is the host's share of an op the GPU has too."""
+    impl_type = item.fn.impl_type
+    return bool(impl_type) and any(ctx.ws.functions[i].evidence for i in ctx.ws.methods_of(impl_type))
 
 
 RULE = Rule(
