@@ -137,8 +137,8 @@ _LIST_HEAD = re.compile(
     r"^(?:new\s+)?(?:gpu|cuda|ptx|native)\s+(?:kernels?|ops?|support|paths?)\s*(?:for)?\s*:\s*$", re.I
 )
 # A line that introduces a list of new kernels in other words ("Five more hand-written
-# PTX kernels for the bf16 forward:"): each item that starts with a function's name
-# claims that function.
+# PTX kernels for the bf16 forward:"): each item that starts with the name of a function
+# the diff changes claims that function.
 _KERNEL_LIST_HEAD = re.compile(rf"^.{{0,160}}\b(?:{_KERNEL}|primitives)\b.{{0,160}}:\s*$", re.I)
 # A counted collective that introduces a list ("7 optimizers auto-routed:", "Foreach
 # auto-route (7 optimizers, ~35 LoC each):"): the names listed are its members, each
@@ -222,7 +222,7 @@ _UPKEEP = re.compile(
     r"|migrat\w*\s+to\b"  # "Migrate to BufferUsage": onto a new API, nothing moved to the GPU
     r"|replac\w*\b(?!.*\b(?:with|by)\b))"  # an edit inside code; "replace X with a kernel" claims
     rf"|\b(?:gpu|{_BACKENDS})\s+tests?\b|\bin\s+test-\w+"  # the tests of a backend
-    r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lint"
+    r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lints?"
     r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|ci|logging|warnings?|macros?"
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*"
     r"|cargo|rerun-if-changed|when\s+(?:building|compiling)|(?:static\s+)?linking"
@@ -230,7 +230,7 @@ _UPKEEP = re.compile(
     r"|fix(?:es|ed|ing)?\s+(?:the\s+|a\s+)?(?:build|compil\w*))\b"  # "Fix build for cuda graph"
     # "Port some compiletests", "reduce bitonic shuffle test iterations": the tests' own settings
     r"|\b(?:compile|unit|integration|smoke|regression)[- ]?tests?\b"
-    r"|\btests?\s+(?:iterations?|sizes?|tolerances?|timeouts?|param\w*|inputs?|data)\b"
+    r"|\btests?\s+(?:iterations?|sizes?|tolerances?|timeouts?|param\w*|inputs?|data|amounts?|counts?|numbers?|cases)\b"
     # "Fix cargo risczero guest test (#3592)" is about a test; "erf operator + test" is not
     r"|^(?!.*(?:\s(?:and|with|plus)\s|\s[+&]\s)).*\btests?\W*(?:\(#\d+\))?\W*$",
     re.I,
@@ -257,11 +257,11 @@ _TOPIC_NOISE = re.compile(
 # a subject whose head noun is the plumbing or tooling around GPU code (its messages,
 # errors and their handling, interfaces, settings, names, macros, types, scaffolding,
 # stubs, modules, cargo features and dependencies, build rules, images, files, trace
-# spans, fuzzers, profilers, metrics, CI jobs), not GPU work.
+# spans, fuzzers, profilers, metrics, lints, CI jobs), not GPU work.
 _PLUMBING_HEAD = re.compile(
     r"\b(?:panics?|messages?|msgs?|errors?|apis?|api\s+changes|env|environment|settings?|config(?:s|uration)?"
     r"|names?|checks?|macros?|flags?|features?|images?|files?|spans?|stubs?|fuzz\w*|profil(?:er|ing)|jobs?"
-    r"|metrics?|telemetry|stat(?:s|istics)|counters?"
+    r"|metrics?|telemetry|stat(?:s|istics)|counters?|lints?"
     r"|(?:make|build|compil\w*|link\w*)\s+(?:rules?|issues?|errors?|failures?|problems?|warnings?|breakage)"
     r"|compilation|(?:error|exception)\s+handling|dependenc\w+|deps"
     r"|builders?|(?:architecture|arch)\s+(?:suffix\w*|names?|lists?)"
@@ -342,7 +342,9 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
                 continue
             named = _LEADING_NAME.match(text)
             if listing == "names" and first and named:
-                claims.append(Claim(text, named.group("name"), sentence.line))
+                # soft: "kernel" in the head may be an operating system's; a name the
+                # diff does not have is no kernel claimed
+                claims.append(Claim(text, named.group("name"), sentence.line, soft=True))
                 continue
             if listing == "names" and first:
                 # "- ELU forward + backward (with alpha)": the item names the kernel in words.
