@@ -128,28 +128,28 @@ def _touched(github: GitHubClient, inst: int, pr: PullRequest) -> tuple[Touched,
     """The lines the pull request writes in each Rust file, and those of them it only
     moves (from any file, removed ones included)."""
     touched: dict[str, frozenset[int]] = {}
-    patches: list[str] = []
+    patches: list[str] = []  # those that parse, removed files' included: code moves out of them
     for changed in github.pull_request_files(inst, pr.repository, pr.number):
         path = changed["filename"]
-        patch = changed.get("patch")
         if not path.endswith(".rs"):
             continue
-        if patch is not None:
-            patches.append(f"--- a/{path}\n+++ b/{path}\n{patch}\n")
-        if changed["status"] == "removed":
-            continue
+        removed = changed["status"] == "removed"
+        patch = changed.get("patch")
         if patch is None:  # too large for the API to show: the whole file counts as changed
-            touched[path] = frozenset(range(1, 1_000_000))
+            if not removed:
+                touched[path] = frozenset(range(1, 1_000_000))
             continue
+        text = f"--- a/{path}\n+++ b/{path}\n{patch}\n"
         try:
-            touched.update(touched_lines(patches[-1]))
+            lines = touched_lines(text)
         except DiffError:
-            touched[path] = frozenset(range(1, 1_000_000))
-    try:
-        moved = moved_lines("".join(patches))
-    except DiffError:
-        moved = {}
-    return touched, moved
+            if not removed:
+                touched[path] = frozenset(range(1, 1_000_000))
+            continue
+        patches.append(text)
+        if not removed:
+            touched.update(lines)
+    return touched, moved_lines("".join(patches))
 
 
 def _rust_sources(tarball: bytes, config: RepoConfig) -> dict[str, bytes]:

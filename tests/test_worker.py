@@ -165,6 +165,8 @@ def test_a_stub_moved_to_another_file_asks_for_no_gap_report(
     emulator.pull_files[NUMBER] = [
         {**template, "filename": "src/lib.rs", "status": "modified", "patch": removed},
         {**template, "filename": "src/scan.rs", "status": "added", "patch": added},
+        # a patch that cannot be read counts whole, and hides no other file's move
+        {**template, "filename": "src/other.rs", "status": "modified", "patch": "@@ -1,2 +1,2 @@\n+x"},
     ]
     assert deliver(serve, "opened", HEAD1, "d1").status_code == 202
     assert make(emulator, queue).run_once() == 1
