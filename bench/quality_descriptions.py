@@ -20,7 +20,8 @@ kinds of case:
   ingonyama-zk/icicle for ``heldout26_icicle``; zama-ai/tfhe-rs for ``heldout27_tfhe``;
   LaurentMazare/tch-rs for ``heldout28_tch``; pykeio/ort for ``heldout29_ort``;
   guoqingbao/vllm.rs for ``heldout30_vllmrs``; openvm-org/stark-backend for
-  ``heldout31_stark``; qdrant/qdrant for ``heldout32_qdrant``;
+  ``heldout31_stark``; qdrant/qdrant for ``heldout32_qdrant``; gfx-rs/wgpu for
+  ``heldout33_wgpu``;
   a file the mirror lacks, such as a large compiled ``.ptx``, is left out of the case's
   tree with a note on stderr). The description is the commit message (read from the git
   dir at run time, never stored in this repository; a GitHub merge commit's body is the
@@ -404,8 +405,12 @@ def subject_tokens(text: str) -> tuple[set[str], set[str]]:
     toks: set[str] = set()
     for compound in re.findall(r"[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)+", text or ""):
         parts = [p.lower() for p in re.split(r"[_-]", compound)]
-        if len(parts) > 1 and not any(p in STOP or p in WEAK for p in parts):
-            toks.add("".join(parts))  # "index_select" also matches "indexselect"
+        if len(parts) > 1 and (
+            not any(p in STOP or p in WEAK for p in parts) or all(p in STOP or p in WEAK for p in parts)
+        ):
+            # "index_select" also matches "indexselect"; "to_dtype", made of words that
+            # count for nothing alone, is still a name
+            toks.add("".join(parts))
     for word in re.findall(r"[A-Za-z0-9]+", text or ""):
         split = _CAMEL_2.sub(r"\1 \2", _CAMEL_1.sub(r"\1 \2", word)).split()
         parts = [p.lower() for p in split]

@@ -2242,6 +2242,7 @@ def test_a_title_about_the_plumbing_of_gpu_code_claims_nothing(title: str) -> No
         "Prioritize swap-out instead of GPU context-cache release",  # the GPU is what it replaces
         "Enable workspace lints for `gpu`",
         "reduce gpu softmax tests amount",  # the tests' settings
+        "Add `cfg_aliases` to `wgpu-core` and `wgpu-hal`",  # build configuration
     ],
 )
 def test_a_title_about_builds_files_tests_or_edits_inside_gpu_code_claims_nothing(title: str) -> None:
@@ -2631,3 +2632,38 @@ def test_the_hostile_reviewer_says_how_a_written_out_test_fails_without_a_gpu() 
     assert answers.kernel_launch.startswith("`scale_cuda(` in `gpu_scale` (scale-core/src/lib.rs:7)")
     assert "test_scale" in answers.gpu_test
     assert "`check_scale`" in answers.without_gpu and "fails when there is no GPU" in answers.without_gpu
+
+
+_ASYNC_COPY = """
+pub struct CudaDevice { stream: Stream }
+impl CudaDevice {
+    pub fn copy_into_async(&self, src: Vec<f32>, dst: &mut CudaSlice<f32>) -> Result<(), DriverError> {
+        unsafe { result::memcpy_htod_async(dst.ptr, &src, self.stream) }?;
+        Ok(())
+    }
+}
+"""
+_ASYNC_COPY_TEST = """
+#[test]
+fn copies_into_a_device_slice() {
+    let dev = CudaDevice::new(0).unwrap();
+    let mut dst = dev.alloc_zeros::<f32>(3).unwrap();
+    dev.copy_into_async(vec![1.0, 2.0, 3.0], &mut dst).unwrap();
+}
+"""
+
+
+def test_a_claim_about_device_memory_is_backed_by_the_driver_copy_it_makes() -> None:
+    files = {"src/device.rs": _ASYNC_COPY, "tests/copy.rs": _ASYNC_COPY_TEST}
+    touched = {"src/device.rs": frozenset(range(1, 9))}
+    body = "Added `CudaDevice::copy_into_async`: an async host-to-device copy on the GPU."
+    (claim,) = _claims_of_lines(files, touched, body)
+    assert claim.backed, claim.missing
+    # A function that only copies, claimed as a GPU op, computes nothing: no backend evidence (4a).
+    as_an_op = {name: code.replace("copy_into_async", "softmax_async") for name, code in files.items()}
+    (claim,) = _claims_of_lines(as_an_op, touched, "Implemented `softmax_async` on the GPU.")
+    assert not claim.backed
+    assert "no backend evidence" in claim.missing[0]
+    # "Zero-copy" says no copy is made: a view, whose work is not the driver's copy.
+    (claim,) = _claims_of_lines(as_an_op, touched, "Implemented zero-copy `softmax_async` views on the GPU.")
+    assert not claim.backed

@@ -253,15 +253,16 @@ _TOPIC_NOISE = re.compile(
 # env", "workspace setting", "cubecl macro", "cuda structure", "partial
 # ContextProperties struct", "candle-nn/cuda feature", "cuda-all image", "wgpu files",
 # "GPU work a span", "cuda mod and poc", "ptx compilation make rule", "error handling",
-# "Metal GPU stubs", "cuda fft fuzzer", "the metal job", "gpu memory tracking metrics":
+# "Metal GPU stubs", "cuda fft fuzzer", "the metal job", "gpu memory tracking metrics",
+# "`cfg_aliases` to `wgpu-core`":
 # a subject whose head noun is the plumbing or tooling around GPU code (its messages,
 # errors and their handling, interfaces, settings, names, macros, types, scaffolding,
 # stubs, modules, cargo features and dependencies, build rules, images, files, trace
-# spans, fuzzers, profilers, metrics, lints, CI jobs), not GPU work.
+# spans, fuzzers, profilers, metrics, lints, `cfg` settings, CI jobs), not GPU work.
 _PLUMBING_HEAD = re.compile(
     r"\b(?:panics?|messages?|msgs?|errors?|apis?|api\s+changes|env|environment|settings?|config(?:s|uration)?"
     r"|names?|checks?|macros?|flags?|features?|images?|files?|spans?|stubs?|fuzz\w*|profil(?:er|ing)|jobs?"
-    r"|metrics?|telemetry|stat(?:s|istics)|counters?|lints?"
+    r"|metrics?|telemetry|stat(?:s|istics)|counters?|lints?|cfg\w*"
     r"|(?:make|build|compil\w*|link\w*)\s+(?:rules?|issues?|errors?|failures?|problems?|warnings?|breakage)"
     r"|compilation|(?:error|exception)\s+handling|dependenc\w+|deps"
     r"|builders?|(?:architecture|arch)\s+(?:suffix\w*|names?|lists?)"
@@ -286,6 +287,16 @@ _HOST_NAME = re.compile(r"(?<![a-z])(?:cpu|host)(?![a-z])", re.I)
 _DEVICE_NAME = re.compile(rf"(?<![a-z])(?:gpu|device|ptx|{_BACKENDS})(?![a-z])", re.I)
 _STUB_RULES = frozenset({"deferred-kernel", "stub-residue"})
 _DATA_WORK = frozenset({"readback", "upload", "device_memory", "host_loop", "to_vec"})
+# "copy_into_async", "2D memcpy", "synchronize method", "pinned buffers": a claim about
+# device memory, transfers or synchronisation, whose work is the driver's (spec 4a counts
+# `cudarc::driver::` device memory as backend evidence), not a kernel's. "Zero-copy
+# views" are the opposite: no copy is made.
+_MEMORY_WORK = re.compile(
+    r"(?<![a-z])(?<!zero-)(?<!zero )(?<!no )(?:memory|mem(?:cpy|set)|cop(?:y|ies)|transfers?|alloc\w*"
+    r"|malloc\w*|buffers?|synchroni[sz]\w*|sync|pinned|staging|htod|dtoh|dtod|uploads?|downloads?|readbacks?)(?![a-z])",
+    re.I,
+)
+_DRIVER_WORK = frozenset({"device_memory", "upload", "readback", "sync"})
 # What a changed callee's code does to every op that calls it.
 _INHERITED_RULES = _STUB_RULES | {"silent-fallback", "eprintln-fallback", "fallback-without-warn"}
 
@@ -452,8 +463,10 @@ def _topic_parts(title: str) -> list[str]:
 
 def _topic_of(title: str) -> str:
     """A title without the words that are not its topic; a word inside a hyphenated
-    compound ("Proof-of-Work", "text-to-image") is part of it."""
-    return " ".join(_TOPIC_NOISE.sub(partial(_unless_joined, title), title).split()).strip(" .:-+")
+    compound ("Proof-of-Work", "text-to-image") is part of it, and a compound that
+    starts or ends with one is a name (the crate `wgpu-core`) that goes with it."""
+    kept = _TOPIC_NOISE.sub(partial(_unless_joined, title), title).split()
+    return " ".join(w for w in kept if not (w.startswith("-") or w.endswith("-"))).strip(" .:-+")
 
 
 def _unless_joined(title: str, noise: re.Match[str]) -> str:
@@ -665,7 +678,12 @@ def judge(
     }
     for item in claim.functions:
         where = f"`{item.fn.qualname}` ({item.path}:{item.fn.fn_line})"
-        if not item.evidence and not _evidence_of_its_op(ws, item) and not _launches_by_dispatch(ws, item):
+        if (
+            not item.evidence
+            and not _evidence_of_its_op(ws, item)
+            and not _launches_by_dispatch(ws, item)
+            and not (_MEMORY_WORK.search(claim.subject) and _moves_device_memory(ws, item))
+        ):
             claim.missing.append(
                 f"{where}: no backend evidence (no kernel launch, BLAS call or "
                 f"kernel source, itself or through its callees) — 4a"
@@ -719,6 +737,13 @@ def _evidence_of_its_op(ws: Workspace, item: IndexedFunction) -> bool:
     return any(f.evidence and f.path == item.path for f in siblings) or any(
         c.evidence and c.is_gpu_code and not c.support_code for c in ws.callers_of(item, within=1)
     )
+
+
+def _moves_device_memory(ws: Workspace, item: IndexedFunction) -> bool:
+    """The function, or what it calls, allocates, copies or synchronises device memory
+    through the driver: the backend evidence of a claim about memory."""
+    reached = [ws.functions[i] for i in ws.reached_from([item])]
+    return any(signal.kind in _DRIVER_WORK for f in reached for signal in f.fn.signals)
 
 
 def _launches_by_dispatch(ws: Workspace, item: IndexedFunction) -> bool:

@@ -17,7 +17,9 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     on the GPU"), resolves X to the functions the diff adds or changes (LayerNorm
     to `gpu_layer_norm`, "the f64 reductions" to `gpu_sum_f64`, "einops" to the
     changed functions of `einops.rs`), and calls the claim backed only when those
-    functions have backend evidence (4a), no CPU detour or fallback (4b, Step 3),
+    functions have backend evidence (4a: a kernel launch, a GPU library call or a
+    kernel source; for a claim about device memory, copies or synchronisation, the
+    driver call that does it), no CPU detour or fallback (4b, Step 3),
     no stub residue (4c) and a GPU test that reaches them (4d). A claim that names
     nothing the diff changes is reported as unverifiable. Each op of a list is a
     claim of its own ("GPU kernels for div, exp, log"), and so is a changed GPU

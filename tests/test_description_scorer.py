@@ -1,0 +1,27 @@
+"""The description benchmark's matching of labelled claims to predicted ones."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+
+from quality_descriptions import match_claims
+
+
+def test_a_name_made_of_words_that_count_for_nothing_alone_still_matches_itself() -> None:
+    # "to" is a stop word and "dtype" a weak one: joined, `to_dtype` is the op's name.
+    labels = [{"subject": "WebGPU to_dtype kernel (to_dtype.wgsl)", "backed": False}]
+    preds = [{"subject": "to_dtype", "text": "feat(wgpu): add to_dtype kernel", "backed": False}]
+    matches, invented, _ = match_claims(labels, preds)
+    assert matches[0].pred is preds[0]
+    assert invented == []
+
+
+def test_subjects_that_share_only_stop_words_do_not_match() -> None:
+    labels = [{"subject": "the cuda kernel for softmax", "backed": False}]
+    preds = [{"subject": "the cuda kernel for layer norm", "text": "", "backed": False}]
+    matches, invented, _ = match_claims(labels, preds)
+    assert matches[0].pred is None
+    assert invented == preds
