@@ -2659,6 +2659,11 @@ def test_a_claim_about_device_memory_is_backed_by_the_driver_copy_it_makes() -> 
     body = "Added `CudaDevice::copy_into_async`: an async host-to-device copy on the GPU."
     (claim,) = _claims_of_lines(files, touched, body)
     assert claim.backed, claim.missing
+    # Without the driver copy, the memory claim says what was looked for.
+    no_copy = {**files, "src/device.rs": _ASYNC_COPY.replace("result::memcpy_htod_async", "record")}
+    (claim,) = _claims_of_lines(no_copy, touched, body)
+    assert not claim.backed
+    assert "no device allocation, copy, synchronisation, kernel launch" in claim.missing[0]
     # A function that only copies, claimed as a GPU op, computes nothing: no backend evidence (4a).
     as_an_op = {name: code.replace("copy_into_async", "softmax_async") for name, code in files.items()}
     (claim,) = _claims_of_lines(as_an_op, touched, "Implemented `softmax_async` on the GPU.")

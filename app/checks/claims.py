@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -676,16 +677,18 @@ def judge(
         for f in claim.functions
         if f not in untested and (arms := _new_arms(f, touched)) and not _takes_an_arm(ws, f, arms)
     }
+    about_memory = bool(_MEMORY_WORK.search(claim.subject))
+    looked_for = "device allocation, copy, synchronisation, " if about_memory else ""
     for item in claim.functions:
         where = f"`{item.fn.qualname}` ({item.path}:{item.fn.fn_line})"
         if (
             not item.evidence
             and not _evidence_of_its_op(ws, item)
             and not _launches_by_dispatch(ws, item)
-            and not (_MEMORY_WORK.search(claim.subject) and _moves_device_memory(ws, item))
+            and not (about_memory and _moves_device_memory(ws, item))
         ):
             claim.missing.append(
-                f"{where}: no backend evidence (no kernel launch, BLAS call or "
+                f"{where}: no backend evidence (no {looked_for}kernel launch, BLAS call or "
                 f"kernel source, itself or through its callees) — 4a"
             )
         for finding in _findings_reached(ws, item, held):
@@ -742,8 +745,7 @@ def _evidence_of_its_op(ws: Workspace, item: IndexedFunction) -> bool:
 def _moves_device_memory(ws: Workspace, item: IndexedFunction) -> bool:
     """The function, or what it calls, allocates, copies or synchronises device memory
     through the driver: the backend evidence of a claim about memory."""
-    reached = [ws.functions[i] for i in ws.reached_from([item])]
-    return any(signal.kind in _DRIVER_WORK for f in reached for signal in f.fn.signals)
+    return bool(_first_signal([ws.functions[i] for i in ws.reached_from([item])], _DRIVER_WORK))
 
 
 def _launches_by_dispatch(ws: Workspace, item: IndexedFunction) -> bool:
@@ -1083,7 +1085,9 @@ def _external_launch(ws: Workspace, functions: list[IndexedFunction]) -> str:
     return ""
 
 
-def _first_signal(functions: list[IndexedFunction], kinds: set[str], prefer: tuple[str, ...] = ()) -> str:
+def _first_signal(
+    functions: list[IndexedFunction], kinds: AbstractSet[str], prefer: tuple[str, ...] = ()
+) -> str:
     """The first signal of those kinds, preferring one whose text names a ``prefer`` word
     (a `.launch(` over the `get_func(` that loaded the kernel)."""
     for wanted in (prefer, ()) if prefer else ((),):
@@ -1093,7 +1097,7 @@ def _first_signal(functions: list[IndexedFunction], kinds: set[str], prefer: tup
     return ""
 
 
-def _first_matching(functions: list[IndexedFunction], kinds: set[str], words: tuple[str, ...]) -> str:
+def _first_matching(functions: list[IndexedFunction], kinds: AbstractSet[str], words: tuple[str, ...]) -> str:
     for item in functions:
         for signal in item.fn.signals:
             if signal.kind in kinds and (not words or any(w in signal.text.lower() for w in words)):
