@@ -1132,6 +1132,31 @@ def test_a_title_that_puts_its_work_on_the_gpu_is_a_claim_even_naming_no_functio
     assert not claim.backed and any("4d" in m for m in claim.missing)
 
 
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # A squash merge lists its commits' titles: each one that puts work on the GPU
+        # is a claim of its own, held to the diff's GPU code like a title.
+        (
+            "* Remove duplicate calls for api_dir_list\n\n* Fix home folder for metal",
+            [("home folder", False)],
+        ),
+        ("* Support local cache\n* Improve loading speed on metal", [("loading speed", False)]),
+        # Items that say nothing was done on the GPU, or are too long to be a title.
+        ("* Check device is cuda for flash attn", []),
+        ("* CUDA tensors get Err(GpuError::Unsupported)", []),
+        ("* Fix home folder for metal, which the loader reads before it picks a device", []),
+    ],
+)
+def test_an_item_of_a_squash_merge_that_puts_work_on_the_gpu_is_a_claim(
+    body: str, expected: list[tuple[str, bool]]
+) -> None:
+    found = run_review(
+        {"metal-kernels/src/dispatch.rs": METAL_DISPATCH}, body=body, title="Remove duplicate calls"
+    )
+    assert [(c.subject, c.backed) for c in found.claims] == expected
+
+
 def test_opencl_is_a_gpu_backend() -> None:
     """juice's `frameworks/opencl/` is GPU code, and a claim "on OpenCL" is a claim."""
     kernel = KERNEL.replace("gpu_scale", "scale")
@@ -2514,6 +2539,56 @@ def test_a_type_alias_stands_for_its_type_in_calls_and_in_the_values_a_test_buil
     (test,) = [f for f in ws.functions if f.fn.name == "eltwise_add" and gpu_code.is_test(f.fn)]
     reached = {ws.functions[i].fn.qualname for i in ws.reached_from([test])}
     assert {"CudaHal::new", "CudaHal::eltwise_add"} <= reached, reached
+
+
+def test_a_tuple_alias_builds_every_type_in_it_so_their_trait_methods_are_reached() -> None:
+    # luminal's `type MetalCompiler<T> = (PrimitiveCompiler<T>, (SoftmaxCompiler<T>, ..))`:
+    # compiling a graph with the tuple runs each pass, and the ops a pass inserts run.
+    compilers = """
+        pub trait Compiler { fn compile(&self, graph: &mut Graph); }
+        pub trait Operator { fn process(&self); }
+        pub struct PrimitiveCompiler<T>(T);
+        pub struct SoftmaxCompiler<T>(T);
+        pub struct MetalSoftmax;
+        pub type MetalCompiler<T> = (PrimitiveCompiler<T>, (SoftmaxCompiler<T>,));
+        impl<T> Compiler for PrimitiveCompiler<T> { fn compile(&self, graph: &mut Graph) {} }
+        impl<T> Compiler for SoftmaxCompiler<T> {
+            fn compile(&self, graph: &mut Graph) { graph.ops.push(Box::new(MetalSoftmax)); }
+        }
+        impl Operator for MetalSoftmax {
+            fn process(&self) {
+                let encoder = self.queue.new_command_buffer().new_compute_command_encoder();
+                encoder.dispatch_thread_groups(self.grid, self.threads);
+            }
+        }
+        pub struct Graph { ops: Vec<Box<dyn Operator>> }
+        impl Graph {
+            pub fn compile<C: Compiler>(&mut self, compiler: C) { compiler.compile(self); }
+            pub fn execute(&self) { for op in &self.ops { op.process(); } }
+        }
+        """
+    passes = [
+        f"struct Pass{n}; impl Compiler for Pass{n} {{ fn compile(&self, graph: &mut Graph) {{}} }}"
+        for n in range(8)
+    ]
+    test = """
+        #[test]
+        fn test_softmax() {
+            let mut cx = Graph::new();
+            cx.compile(MetalCompiler::<f16>::default());
+            cx.execute();
+        }
+        """
+    files = [
+        SourceFile("src/compilers/metal/mod.rs", extract(textwrap.dedent(compilers).encode())),
+        SourceFile("src/compilers/passes.rs", extract("\n".join(passes).encode())),
+        SourceFile("src/compilers/metal/tests.rs", extract(textwrap.dedent(test).encode())),
+    ]
+    ws = Workspace(files, RepoConfig())
+    (root,) = [f for f in ws.functions if f.fn.name == "test_softmax"]
+    reached = {ws.functions[i].fn.qualname for i in ws.reached_from([root])}
+    assert {"SoftmaxCompiler::compile", "MetalSoftmax::process"} <= reached, reached
+    assert "Pass0::compile" not in reached, reached
 
 
 def test_a_value_a_test_builds_is_dropped_so_its_drop_is_reached() -> None:

@@ -273,6 +273,7 @@ _PLUMBING_HEAD = re.compile(
     r"|^\W*building\s",  # "support for building libtorch with CUDA": a build option
     re.I,
 )
+_WHAT_IT_IS_FOR = re.compile(r"\s+(?:for|of)\s+", re.I)  # "error handling for softmax"
 _REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
 # "fix delta calculation when Torus is not a 64-bit type": the case a fix is for, whose
 # negation negates the case, not the claim.
@@ -443,6 +444,13 @@ def title_topic(title: Sentence) -> Claim | None:
     of_an_op = not _BACKEND_WORD.search(said)
     on_the_gpu = bool(_ON_THE_GPU.search(said))
     return Claim(text, subject, title.line, soft=not on_the_gpu, topic=True, of_an_op=of_an_op)
+
+
+def plumbing_first(text: str) -> bool:
+    """The text names plumbing before what it is for ("Add error handling for CUDA's
+    softmax implementation", "Add compilation of .cu to .ptx"): a title may still claim
+    the work it ends on, a line of a list of commits does not."""
+    return bool(_PLUMBING_HEAD.search(_WHAT_IT_IS_FOR.split(text, maxsplit=1)[0]))
 
 
 def _without_upkeep_parts(title: str) -> str:

@@ -4,9 +4,11 @@ changes, the code findings in them, and the GPU claims judged against them."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
-from app.checks.claims import Claim, extract_claims, judge, moved_into_a_folder, title_topic
+from app.checks.claims import Claim, extract_claims, judge, moved_into_a_folder, plumbing_first, title_topic
 from app.checks.engine import Touched
 from app.checks.mentions import mentioned_claims, planned_lines
 from app.checks.model import Finding
@@ -17,6 +19,16 @@ from app.checks.workspace import IndexedFunction, Workspace
 # Kernel source and its headers (`kernels/src/fill.cu`, `keyswitch.cuh`): GPU code
 # gpuproof does not read; the group is the name a kernel constant includes it by.
 KERNEL_SOURCE_PATH = re.compile(rf"([\w-]+)\.(?:{KERNEL_FILE_EXTENSIONS}|cuh)$", re.I)
+
+
+# A squash merge's body lists the titles of its commits ("* Fix home folder for metal"):
+# a short item that says what was done, or where ("broadcast_matmul on GPU").
+_TITLE_LIKE_ITEM = re.compile(
+    r"^\W*(?:fix|add|implement|support|improv|enabl|port|mov|mak|patch|optimi[sz]|speed|accelerat)\w*\b"
+    r"|\b(?:on|for|to)\s+(?:the\s+)?(?:gpu|gpus|cuda|metal|wgpu|vulkan|rocm|opencl|device)\s*[.!]?\s*$",
+    re.I,
+)
+_MOST_WORDS_OF_A_TITLE = 10
 
 
 @dataclass
@@ -76,12 +88,34 @@ def description_context(
         if claim.functions:
             ctx.claims.append(claim)
     # A description that claims nothing in so many words is a terse one: its title is
-    # its claim.
+    # its claim, whatever titles of its commits a squash merge lists below it.
     topic = title_topic(said[0]) if said and said[0].line == 0 else None
-    if topic and not ctx.claims and not moved_into_a_folder(topic, touched):
-        added = [f for f in changed if added_whole(f, touched)]
+    terse = not ctx.claims
+    added = [f for f in changed if added_whole(f, touched)]
+    taken = planned | {c.line for c in ctx.claims}
+    listed = [c for c in _titles_listed(said, taken) if not moved_into_a_folder(c, touched)]
+    for claim in listed:
+        judge(ws, claim, changed, findings, held, touched, kernel_files, added)
+    ctx.claims.extend(listed)
+    if topic and terse and not moved_into_a_folder(topic, touched):
         judge(ws, topic, changed, findings, held, touched, kernel_files, added)
         if topic.functions or not topic.soft:
             ctx.claims.append(topic)
     ctx.claims.sort(key=lambda c: c.line)
     return ctx
+
+
+def _titles_listed(said: list[Sentence], taken: AbstractSet[int]) -> Iterator[Claim]:
+    """The claims of the list items that read as commit titles and put their work on the
+    GPU, like a terse title's, on lines no other claim or plan takes."""
+    for item in said:
+        if (
+            item.bullet
+            and item.line not in taken
+            and len(item.text.split()) <= _MOST_WORDS_OF_A_TITLE
+            and _TITLE_LIKE_ITEM.search(item.text)
+            and not plumbing_first(item.text)
+        ):
+            claim = title_topic(item)
+            if claim is not None and not claim.soft:
+                yield claim

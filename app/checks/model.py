@@ -147,7 +147,8 @@ class FileFacts:
     # test feature's cfg): (alias, the type names it stands for). A test that names one
     # runs on that device.
     gpu_device_aliases: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    # Every module-level type alias: (alias, the type it stands for).
+    # Every module-level type alias: (alias, a type it stands for); a tuple alias has an
+    # entry for each type in the tuple.
     type_aliases: tuple[tuple[str, str], ...] = ()
     # Functions of `extern "C"` blocks: (name, whether its signature takes or gives
     # device memory, a stream or a GPU handle).

@@ -35,7 +35,7 @@ from app.checks.model import (
 
 # Part of the facts cache key, with the source of this file and of the modules it
 # imports: bump it when the facts change without an edit there (a new tree-sitter grammar).
-EXTRACTOR_VERSION = "40"
+EXTRACTOR_VERSION = "41"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -643,13 +643,27 @@ def _gpu_device_alias(name: Node, target: Node) -> tuple[str, tuple[str, ...]] |
     return _text(name), tuple(re.findall(r"\b[A-Z]\w*", text))
 
 
-def _type_alias(name: Node, target: Node) -> tuple[str, str] | None:
+def _type_alias(name: Node, target: Node) -> list[tuple[str, str]]:
     """`pub type CudaHalSha256 = CudaHal<CudaHashSha256>;` at module level: (the alias,
-    the type it stands for), so that `CudaHalSha256::new()` builds a `CudaHal`."""
-    head = re.match(r"(?:\w+::)*([A-Z]\w*)", _text(target))
-    if _is_associated_type(name) or head is None or head.group(1) == _text(name):
-        return None
-    return _text(name), head.group(1)
+    the type it stands for), so that `CudaHalSha256::new()` builds a `CudaHal`. A tuple
+    alias (`type MetalCompiler<T> = (SoftmaxCompiler<T>, (CopyCompiler<T>, ..));`, a
+    pipeline of passes) stands for each type in it: building the tuple builds them all."""
+    alias = _text(name)
+    written = _text(target)
+    if _is_associated_type(name):
+        return []
+    if written.startswith("("):
+        while (bare := _GENERIC_ARGUMENTS.sub("", written)) != written:
+            written = bare  # `PrimitiveCompiler<T>` is a `PrimitiveCompiler`, not a `T`
+        return [(alias, head) for head in _TUPLE_ELEMENT.findall(written) if head != alias]
+    head = re.match(r"(?:\w+::)*([A-Z]\w*)", written)
+    if head is None or head.group(1) == alias:
+        return []
+    return [(alias, head.group(1))]
+
+
+_GENERIC_ARGUMENTS = re.compile(r"<[^<>]*>")
+_TUPLE_ELEMENT = re.compile(r"(?<![\w:])(?:\w+::)*([A-Z]\w+)")  # a type's name, not a one-letter parameter
 
 
 def _device_static(args: Node) -> tuple[str, tuple[str, ...]] | None:
@@ -856,9 +870,7 @@ def extract(source: bytes) -> FileFacts:
             alias = _gpu_device_alias(caps["alias.name"][0], caps["alias.type"][0])
             if alias:
                 gpu_aliases.append(alias)
-            type_alias = _type_alias(caps["alias.name"][0], caps["alias.type"][0])
-            if type_alias:
-                type_aliases.append(type_alias)
+            type_aliases.extend(_type_alias(caps["alias.name"][0], caps["alias.type"][0]))
         elif "ffi" in caps:
             signature = _text(caps["ffi"][0])
             ffi_functions.append(

@@ -258,10 +258,12 @@ class Workspace:
         for source in self.files:
             for alias, types in source.facts.gpu_device_aliases:
                 self._gpu_aliases.setdefault(crate_of(source.path), {})[alias] = types
-        # `type CudaHalSha256 = CudaHal<..>;`: calls on and values of the alias are the type's.
-        self._type_aliases: dict[str, str] = {
-            alias: target for source in self.files for alias, target in source.facts.type_aliases
-        }
+        # `type CudaHalSha256 = CudaHal<..>;`: calls on and values of the alias are the type's
+        # (each type's, for a tuple alias).
+        self._type_aliases: dict[str, list[str]] = {}
+        for source in self.files:
+            for alias, target in source.facts.type_aliases:
+                self._type_aliases.setdefault(alias, []).append(target)
         self._by_type: dict[str, list[int]] | None = None  # impl type -> indexes of its methods
         # Trait -> the names of its default methods (`Map1::map`): a type implementing the
         # trait has them without defining them.
@@ -319,9 +321,9 @@ class Workspace:
         (``Pool2D { .. }.map(..)`` is ``Map1::map`` when ``Pool2D`` implements ``Map1``:
         a name as common as ``map`` resolves no other way)."""
         key = call_key(call, caller.fn)
-        if key is not None and key[0] == "t" and key not in self.definitions and key[1] in self._type_aliases:
-            key = ("t", self._type_aliases[key[1]], key[2])
         keys = [key] if key is not None else []
+        if key is not None and key[0] == "t" and key not in self.definitions and key[1] in self._type_aliases:
+            keys = [("t", target, key[2]) for target in self._type_aliases[key[1]]]
         if call.is_method and self._default_methods:
             for type_name in caller.fn.constructs:
                 for trait in self._traits_of(type_name):
@@ -542,8 +544,8 @@ class Workspace:
         """The methods of the type a function builds a value of: those of its own file
         when the file has some (candle's CPU and CUDA backends each have an `IndexAdd`)."""
         methods = self.methods_of(type_name)
-        if not methods and type_name in self._type_aliases:
-            methods = self.methods_of(self._type_aliases[type_name])
+        if not methods:
+            methods = [i for target in self._type_aliases.get(type_name, ()) for i in self.methods_of(target)]
         return [i for i in methods if self.functions[i].path == builder.path] or methods
 
     def gpu_types_named(self, item: IndexedFunction) -> tuple[str, ...]:

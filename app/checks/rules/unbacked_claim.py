@@ -29,7 +29,10 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     Concurrent dispatching", "WGPU: matmul vec4", "rope kernel") is its claim, about
     the functions it names in that backend or, when it names none, the diff's GPU code
     of that backend ("added cuda support", "Fixing metal backend." name only the
-    backend); when the diff changes no GPU code, the title is unverifiable. What a
+    backend); when the diff changes no GPU code, the title is unverifiable. A short
+    list item that reads as a commit title and puts its work on the GPU ("* Fix home
+    folder for metal" in a squash merge's list of commits) is a claim the same way,
+    unless it names plumbing first ("Add error handling for .."). What a
     title says the work replaces ("reuse cuda devices instead of instantiating
     contexts") is not part of its claim.
     Other titles ("feat: implement HardSigmoid operation", "Feature/silu") are a claim
@@ -55,7 +58,8 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     the types the code it reaches builds (`backend.add_f32(..)` after `BackendA::new()`
     does not run `BackendB`'s; every impl when it builds none of them), and never an
     impl placed in another backend than the one it names (its file, name, devices,
-    calls and messages). A function that runs many ops by the string it matches on
+    calls and messages); a tuple type alias (`type MetalCompiler<T> = (SoftmaxCompiler<T>,
+    ..)`) builds each type in it. A function that runs many ops by the string it matches on
     (`"Erf" =>` in wonnx's `compile`) is tested for the claimed op only by a GPU test
     that asks for it by that name, and the arms a diff adds to a dispatch it does not
     add whole (`(DType::U32, DType::I64) =>` in a Metal gather) only by a GPU test that
