@@ -1133,27 +1133,38 @@ def test_a_title_that_puts_its_work_on_the_gpu_is_a_claim_even_naming_no_functio
 
 
 @pytest.mark.parametrize(
-    ("body", "expected"),
+    ("title", "body", "expected"),
     [
         # A squash merge lists its commits' titles: each one that puts work on the GPU
         # is a claim of its own, held to the diff's GPU code like a title.
         (
+            "Remove duplicate calls",
             "* Remove duplicate calls for api_dir_list\n\n* Fix home folder for metal",
             [("home folder", False)],
         ),
-        ("* Support local cache\n* Improve loading speed on metal", [("loading speed", False)]),
-        # Items that say nothing was done on the GPU, or are too long to be a title.
-        ("* Check device is cuda for flash attn", []),
-        ("* CUDA tensors get Err(GpuError::Unsupported)", []),
-        ("* Fix home folder for metal, which the loader reads before it picks a device", []),
+        (
+            "Local cache",
+            "* Support local cache\n* Improve loading speed on metal",
+            [("loading speed", False)],
+        ),
+        # The first commit's title is often the pull request's: one claim, not two.
+        (
+            "Fix home folder for metal (#1474)",
+            "* Fix home folder for metal\n* Capitalized",
+            [("home folder", False)],
+        ),
+        # Items that say nothing was done on the GPU, name plumbing first, or are too
+        # long to be a title.
+        ("Housekeeping", "* Check device is cuda for flash attn", []),
+        ("Housekeeping", "* CUDA tensors get Err(GpuError::Unsupported)", []),
+        ("Housekeeping", "* Add error handling for CUDA's softmax implementation", []),
+        ("Housekeeping", "* Fix home folder for metal, which the loader reads before it picks a device", []),
     ],
 )
 def test_an_item_of_a_squash_merge_that_puts_work_on_the_gpu_is_a_claim(
-    body: str, expected: list[tuple[str, bool]]
+    title: str, body: str, expected: list[tuple[str, bool]]
 ) -> None:
-    found = run_review(
-        {"metal-kernels/src/dispatch.rs": METAL_DISPATCH}, body=body, title="Remove duplicate calls"
-    )
+    found = run_review({"metal-kernels/src/dispatch.rs": METAL_DISPATCH}, body=body, title=title)
     assert [(c.subject, c.backed) for c in found.claims] == expected
 
 

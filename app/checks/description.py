@@ -90,17 +90,21 @@ def description_context(
     # A description that claims nothing in so many words is a terse one: its title is
     # its claim, whatever titles of its commits a squash merge lists below it.
     topic = title_topic(said[0]) if said and said[0].line == 0 else None
-    terse = not ctx.claims
     added = [f for f in changed if added_whole(f, touched)]
-    taken = planned | {c.line for c in ctx.claims}
-    listed = [c for c in _titles_listed(said, taken) if not moved_into_a_folder(c, touched)]
-    for claim in listed:
-        judge(ws, claim, changed, findings, held, touched, kernel_files, added)
-    ctx.claims.extend(listed)
-    if topic and terse and not moved_into_a_folder(topic, touched):
+    if topic and not ctx.claims and not moved_into_a_folder(topic, touched):
         judge(ws, topic, changed, findings, held, touched, kernel_files, added)
         if topic.functions or not topic.soft:
             ctx.claims.append(topic)
+    taken = planned | {c.line for c in ctx.claims}
+    subjects = {c.subject.lower() for c in ctx.claims}  # the first commit's title is often the PR's
+    listed = [
+        c
+        for c in _titles_listed(said, taken)
+        if c.subject.lower() not in subjects and not moved_into_a_folder(c, touched)
+    ]
+    for claim in listed:
+        judge(ws, claim, changed, findings, held, touched, kernel_files, added)
+    ctx.claims.extend(listed)
     ctx.claims.sort(key=lambda c: c.line)
     return ctx
 
