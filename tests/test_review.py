@@ -1097,6 +1097,26 @@ METAL_TEST = """
         ("fix(tests): Metal concurrent dispatching", "", []),
         ("Fix the Metal docker image", "", []),
         ("Improve debug output of Metal dispatching", "", []),
+        # A squash merge lists its commits' titles: each one that puts work on the GPU
+        # is a claim of its own, held to the diff's GPU code like a title.
+        (
+            "Remove duplicate calls",
+            "* Remove duplicate calls\n\n* Fix home folder for metal",
+            [("home folder", True)],
+        ),
+        ("Local cache", "* Support local cache\n* Improve loading speed on metal", [("loading speed", True)]),
+        # The first commit's title is often the pull request's: one claim, not two.
+        (
+            "Fix home folder for metal (#1474)",
+            "* Fix home folder for metal\n* Capitalized",
+            [("home folder", True)],
+        ),
+        # Items that say nothing was done on the GPU, name plumbing first, or are too
+        # long to be a title.
+        ("Housekeeping", "* Check device is cuda for flash attn", []),
+        ("Housekeeping", "* CUDA tensors get Err(GpuError::Unsupported)", []),
+        ("Housekeeping", "* Add error handling for CUDA's softmax implementation", []),
+        ("Housekeeping", "* Fix home folder for metal, which the loader reads before it picks a device", []),
     ],
 )
 def test_a_terse_title_is_the_claim_of_the_change(
@@ -1130,42 +1150,6 @@ def test_a_title_that_puts_its_work_on_the_gpu_is_a_claim_even_naming_no_functio
     (claim,) = run_review({"metal-kernels/src/dispatch.rs": METAL_DISPATCH}, body="", title=title).claims
     assert [f.fn.name for f in claim.functions] == ["encode_concurrent"]
     assert not claim.backed and any("4d" in m for m in claim.missing)
-
-
-@pytest.mark.parametrize(
-    ("title", "body", "expected"),
-    [
-        # A squash merge lists its commits' titles: each one that puts work on the GPU
-        # is a claim of its own, held to the diff's GPU code like a title.
-        (
-            "Remove duplicate calls",
-            "* Remove duplicate calls for api_dir_list\n\n* Fix home folder for metal",
-            [("home folder", False)],
-        ),
-        (
-            "Local cache",
-            "* Support local cache\n* Improve loading speed on metal",
-            [("loading speed", False)],
-        ),
-        # The first commit's title is often the pull request's: one claim, not two.
-        (
-            "Fix home folder for metal (#1474)",
-            "* Fix home folder for metal\n* Capitalized",
-            [("home folder", False)],
-        ),
-        # Items that say nothing was done on the GPU, name plumbing first, or are too
-        # long to be a title.
-        ("Housekeeping", "* Check device is cuda for flash attn", []),
-        ("Housekeeping", "* CUDA tensors get Err(GpuError::Unsupported)", []),
-        ("Housekeeping", "* Add error handling for CUDA's softmax implementation", []),
-        ("Housekeeping", "* Fix home folder for metal, which the loader reads before it picks a device", []),
-    ],
-)
-def test_an_item_of_a_squash_merge_that_puts_work_on_the_gpu_is_a_claim(
-    title: str, body: str, expected: list[tuple[str, bool]]
-) -> None:
-    found = run_review({"metal-kernels/src/dispatch.rs": METAL_DISPATCH}, body=body, title=title)
-    assert [(c.subject, c.backed) for c in found.claims] == expected
 
 
 def test_opencl_is_a_gpu_backend() -> None:
