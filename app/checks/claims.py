@@ -206,7 +206,14 @@ _SUBJECT_NOISE = re.compile(
 )
 _DETOUR_RULES = HOST_DETOUR_RULES | {"cpu-detour"}
 # A list item that says what it did: "- Fix GroupNorm/RMSNorm backward ...".
-_DID = re.compile(r"^\W*(?:fix|port|mov|make|wire|add|implement|enable|support)\w*\b", re.I)
+_DID = re.compile(
+    r"^\W*(?:fix|port|mov|mak|wire|add|implement|enabl|support|improv|patch|optimi[sz]|speed|accelerat)\w*\b",
+    re.I,
+)
+# A list item that reads as the title of a commit a squash merge lists: a few words that
+# say what was done, or where ("broadcast_matmul on GPU").
+_TITLE_LIKE_ITEM = re.compile(rf"{_DID.pattern}|\b(?:on|for|to)\s+{_TARGET}\s*[.!]?\s*$", re.I)
+_MOST_WORDS_OF_A_TITLE = 10
 _BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|webgpu|vulkan|rocm|opencl)(?![a-z])", re.I)
 # A title that names a GPU backend (or the GPU) as the place of the work.
 _BACKEND_WORD = re.compile(
@@ -446,11 +453,18 @@ def title_topic(title: Sentence) -> Claim | None:
     return Claim(text, subject, title.line, soft=not on_the_gpu, topic=True, of_an_op=of_an_op)
 
 
-def plumbing_first(text: str) -> bool:
-    """The text names plumbing before what it is for ("Add error handling for CUDA's
-    softmax implementation", "Add compilation of .cu to .ptx"): a title may still claim
-    the work it ends on, a line of a list of commits does not."""
-    return bool(_PLUMBING_HEAD.search(_WHAT_IT_IS_FOR.split(text, maxsplit=1)[0]))
+def listed_title(item: Sentence) -> Claim | None:
+    """The claim of a list item that reads as a commit title ("* Fix home folder for
+    metal" in a squash merge) and puts its work on the GPU, as a terse title's. An item
+    that names plumbing before what it is for ("Add error handling for CUDA's softmax
+    implementation") claims nothing, though a title may still claim the work it ends on."""
+    text = item.text
+    if len(text.split()) > _MOST_WORDS_OF_A_TITLE or not _TITLE_LIKE_ITEM.search(text):
+        return None
+    if _PLUMBING_HEAD.search(_WHAT_IT_IS_FOR.split(text, maxsplit=1)[0]):
+        return None
+    claim = title_topic(item)
+    return claim if claim is not None and not claim.soft else None
 
 
 def _without_upkeep_parts(title: str) -> str:

@@ -4,11 +4,9 @@ changes, the code findings in them, and the GPU claims judged against them."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
-from app.checks.claims import Claim, extract_claims, judge, moved_into_a_folder, plumbing_first, title_topic
+from app.checks.claims import Claim, extract_claims, judge, listed_title, moved_into_a_folder, title_topic
 from app.checks.engine import Touched
 from app.checks.mentions import mentioned_claims, planned_lines
 from app.checks.model import Finding
@@ -19,16 +17,6 @@ from app.checks.workspace import IndexedFunction, Workspace
 # Kernel source and its headers (`kernels/src/fill.cu`, `keyswitch.cuh`): GPU code
 # gpuproof does not read; the group is the name a kernel constant includes it by.
 KERNEL_SOURCE_PATH = re.compile(rf"([\w-]+)\.(?:{KERNEL_FILE_EXTENSIONS}|cuh)$", re.I)
-
-
-# A squash merge's body lists the titles of its commits ("* Fix home folder for metal"):
-# a short item that says what was done, or where ("broadcast_matmul on GPU").
-_TITLE_LIKE_ITEM = re.compile(
-    r"^\W*(?:fix|add|implement|support|improv|enabl|port|mov|mak|patch|optimi[sz]|speed|accelerat)\w*\b"
-    r"|\b(?:on|for|to)\s+(?:the\s+)?(?:gpu|gpus|cuda|metal|wgpu|vulkan|rocm|opencl|device)\s*[.!]?\s*$",
-    re.I,
-)
-_MOST_WORDS_OF_A_TITLE = 10
 
 
 @dataclass
@@ -97,29 +85,18 @@ def description_context(
             ctx.claims.append(topic)
     taken = planned | {c.line for c in ctx.claims}
     subjects = {c.subject.lower() for c in ctx.claims}  # the first commit's title is often the PR's
+    # The titles of the commits a squash merge lists are claims of their own.
     listed = [
         c
-        for c in _titles_listed(said, taken)
-        if c.subject.lower() not in subjects and not moved_into_a_folder(c, touched)
+        for item in said
+        if item.bullet
+        and item.line not in taken
+        and (c := listed_title(item)) is not None
+        and c.subject.lower() not in subjects
+        and not moved_into_a_folder(c, touched)
     ]
     for claim in listed:
         judge(ws, claim, changed, findings, held, touched, kernel_files, added)
     ctx.claims.extend(listed)
     ctx.claims.sort(key=lambda c: c.line)
     return ctx
-
-
-def _titles_listed(said: list[Sentence], taken: AbstractSet[int]) -> Iterator[Claim]:
-    """The claims of the list items that read as commit titles and put their work on the
-    GPU, like a terse title's, on lines no other claim or plan takes."""
-    for item in said:
-        if (
-            item.bullet
-            and item.line not in taken
-            and len(item.text.split()) <= _MOST_WORDS_OF_A_TITLE
-            and _TITLE_LIKE_ITEM.search(item.text)
-            and not plumbing_first(item.text)
-        ):
-            claim = title_topic(item)
-            if claim is not None and not claim.soft:
-                yield claim
