@@ -59,6 +59,21 @@ def test_backed_claim_needs_evidence_and_a_gpu_test() -> None:
     assert claims_of("Implemented scale on the GPU.", tested) == [("scale", True)]
 
 
+def test_a_claim_about_dtypes_needs_a_gpu_test_that_uses_one() -> None:
+    # candle's "Support for where-cond on cuda for u8 and u32": the f32 tests reach the
+    # kernel, but none runs it on the dtypes claimed.
+    tested_on_f32 = {"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
+    (claim,) = run_review(tested_on_f32, body="", title="Support for scale on cuda for u8 and u32.").claims
+    assert not claim.backed
+    assert claim.missing == ["`gpu_scale` (src/lib.rs:2): no GPU test that reaches it uses u32 or u8 — 4d"]
+    tested_on_u8 = {"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST.replace("1.0f32", "1u8")}
+    (claim,) = run_review(tested_on_u8, body="", title="Support for scale on cuda for u8 and u32.").claims
+    assert claim.backed, claim.missing
+    # A dtype in a name (`add_f32`) is the name's, not a claim about the dtype.
+    (claim,) = run_review(tested_on_u8, body="Implemented gpu_scale_f32 on the GPU.", title="").claims
+    assert claim.functions and claim.backed, claim.missing
+
+
 @pytest.mark.parametrize(
     ("gate", "backed"),
     [
@@ -1040,6 +1055,63 @@ def test_a_unit_struct_handed_to_the_framework_reaches_its_dispatched_methods() 
         }
         """
     files = {"src/lib.rs": KERNEL + core + others, "src/ops.rs": ops, "tests/gpu.rs": test}
+    assert claims_of("Implemented gpu_scale on the GPU.", files) == [("gpu_scale", True)]
+
+
+def test_a_tuple_struct_built_for_a_call_reaches_its_trait_methods() -> None:
+    # candle's `Conv2D(params).map(..)`: `map`, a default method of a trait of many
+    # types, runs `self.f(..)` of the one built, which a tuple struct's constructor builds.
+    others = "".join(
+        f"impl Map1 for Other{i} {{ fn f(&self, s: &CudaStorage) -> CudaStorage {{ s.clone() }} }}\n"
+        for i in range(7)
+    )
+    core = """
+        pub trait Map1 {
+            fn f(&self, s: &CudaStorage) -> CudaStorage;
+            fn map(&self, s: &CudaStorage) -> CudaStorage { self.f(s) }
+        }
+        impl Map1 for Scale {
+            fn f(&self, s: &CudaStorage) -> CudaStorage { gpu_scale(&s.slice, &s.dev).unwrap(); s.clone() }
+        }
+        impl CudaStorage {
+            pub fn scale(&self, factor: f32) -> CudaStorage { Scale(factor).map(self) }
+        }
+        """
+    test = """
+        #[test]
+        fn scale_gpu() {
+            let dev = CudaDevice::new(0).expect("this test needs a CUDA device");
+            CudaStorage::ones(4, &dev).scale(2.0);
+        }
+        """
+    files = {"src/lib.rs": KERNEL + core + others, "tests/gpu.rs": test}
+    assert claims_of("Implemented gpu_scale on the GPU.", files) == [("gpu_scale", True)]
+
+
+def test_a_function_declared_in_a_method_is_called_by_its_name() -> None:
+    # candle's `fn inner<T>(..)` in each `cuda_fwd`: a free function of the method's
+    # body, called as `inner(..)`, not a method of the impl around it.
+    core = """
+        impl CustomOp for ScaleOp {
+            fn cuda_fwd(&self, s: &CudaStorage) -> CudaStorage {
+                fn gpu_scale(x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> {
+                    let f = dev.get_func("k", "scale").ok_or(GpuError::MissingKernel)?;
+                    unsafe { f.launch(LaunchConfig::for_num_elems(x.len() as u32), (x,)) }?;
+                    Ok(())
+                }
+                gpu_scale(&s.slice, &s.dev).unwrap();
+                s.clone()
+            }
+        }
+        """
+    test = """
+        #[test]
+        fn scale_op_gpu() {
+            let dev = CudaDevice::new(0).expect("this test needs a CUDA device");
+            ScaleOp.cuda_fwd(&CudaStorage::ones(4, &dev));
+        }
+        """
+    files = {"src/lib.rs": core, "tests/gpu.rs": test}
     assert claims_of("Implemented gpu_scale on the GPU.", files) == [("gpu_scale", True)]
 
 
@@ -2162,6 +2234,60 @@ def test_an_op_a_dispatcher_runs_by_name_is_tested_only_by_a_test_that_asks_for_
         ),
     }
     (claim,) = run_review(checked, body="", title="feat: implement Erf operator").claims
+    assert claim.backed, claim.missing
+
+
+_BACKWARD_PASS = {
+    "src/cuda.rs": """
+impl CudaStorage {
+    pub fn mul(&self, rhs: &Self) -> Result<Self, GpuError> {
+        let f = self.dev.get_func("binary", "mul_f32").ok_or(GpuError::MissingKernel)?;
+        unsafe { f.launch(LaunchConfig::for_num_elems(4), (self, rhs)) }?;
+        Ok(self.clone())
+    }
+    pub fn index_add(&self, ids: &Self) -> Result<Self, GpuError> {
+        let f = self.dev.get_func("indexing", "ia_f32").ok_or(GpuError::MissingKernel)?;
+        unsafe { f.launch(LaunchConfig::for_num_elems(4), (self, ids)) }?;
+        Ok(self.clone())
+    }
+}
+""",
+    "src/backprop.rs": """
+pub fn backward(op: &Op, grad: &CudaStorage) -> Result<CudaStorage, GpuError> {
+    match op {
+        Op::Mul(rhs) => grad.mul(rhs),
+        Op::Sqr(x) => grad.mul(&x.mul(x)?),
+        Op::IndexSelect(ids) => grad.index_add(ids),
+    }
+}
+""",
+    "tests/grad.rs": """
+#[test]
+fn mul_grad_on_cuda() {
+    let x = CudaStorage::ones(&CudaDevice::new(0).expect("this test needs a CUDA device"));
+    assert_eq!(backward(&Op::Mul(x.clone()), &x).unwrap().to_vec(), vec![1.0]);
+}
+""",
+}
+
+
+def test_a_test_runs_only_the_arms_of_a_dispatch_by_op_that_it_names() -> None:
+    # `backward` reaches `index_add` in the arm of `Op::IndexSelect`, which the one GPU
+    # test, a gradient of `Op::Mul`, never takes.
+    (claim,) = run_review(_BACKWARD_PASS, body="Implemented index_add on the GPU.").claims
+    assert (claim.subject, claim.backed) == ("index_add", False)
+    assert "only through arms of a dispatch by op that they never ask for" in claim.missing[0]
+    (claim,) = run_review(_BACKWARD_PASS, body="Implemented mul on the GPU.").claims
+    assert claim.backed, claim.missing
+    index_select_test = """
+#[test]
+fn index_select_grad_on_cuda() {
+    let x = CudaStorage::ones(&CudaDevice::new(0).expect("this test needs a CUDA device"));
+    assert_eq!(backward(&Op::IndexSelect(x.clone()), &x).unwrap().to_vec(), vec![1.0]);
+}
+"""
+    tested = {**_BACKWARD_PASS, "tests/grad.rs": _BACKWARD_PASS["tests/grad.rs"] + index_select_test}
+    (claim,) = run_review(tested, body="Implemented index_add on the GPU.").claims
     assert claim.backed, claim.missing
 
 

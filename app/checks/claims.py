@@ -12,7 +12,13 @@ from functools import partial
 from app.checks.engine import HOST_DETOUR_RULES, Touched
 from app.checks.enumerations import enumerated_subjects
 from app.checks.gpu_code import backends_named
-from app.checks.gpu_tests import fails_without_a_gpu, gpu_test_reach, test_code, tests_reaching
+from app.checks.gpu_tests import (
+    fails_without_a_gpu,
+    gpu_test_reach,
+    runs_in_a_gpu_test,
+    test_code,
+    tests_reaching,
+)
 from app.checks.model import Arm, Finding
 from app.checks.prose import (
     DEVICE_WORD,
@@ -286,6 +292,8 @@ _REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
 # negation negates the case, not the claim.
 _CONDITION = re.compile(r"\s+(?:when|if|unless|whenever)\b.*", re.I)
 _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
+# A dtype the claim names as a word of its own ("for u8 and u32"), not in a name (`add_f32`).
+_DTYPE_NAME = re.compile(r"\b(?:[fiu](?:8|16|32|64)|bf16)\b", re.I)
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
 _FALLBACK = re.compile(r"\bfall(?:s|ing)?[- ]?backs?\b", re.I)
 _SET_UP_NAME = re.compile(rf"{PLUMBING_NAME.pattern}|^(?:init|setup|register|configure|load)(?:_|$)")
@@ -676,6 +684,10 @@ def judge(
     # launcher (`Tensor::lu_factor` -> `gpu_lu_factor_f32`) is tested through it.
     launchers = [f for f in claim.functions if f.direct_evidence]
     untested = [f for f in launchers or claim.functions if id(f) not in reach]
+    # A test reaches more than it runs: `backward()` walks to every grad fn's kernel. The
+    # arm of a dispatch by op (`Op::IndexSelect(..) =>`) runs for a test that names it.
+    untaken = [f for f in launchers or claim.functions if id(f) in reach and not runs_in_a_gpu_test(ws, f)]
+    untested += untaken
     if claim.topic and len(untested) < len(launchers or claim.functions):
         # A title that stands for the diff's GPU work: a GPU test runs that work, and
         # each launcher the diff adds ("Add more functions from torch::cuda") is that
@@ -698,6 +710,17 @@ def judge(
         id(f): arms
         for f in claim.functions
         if f not in untested and (arms := _new_arms(f, touched)) and not _takes_an_arm(ws, f, arms)
+    }
+    # "where-cond for u8 and u32", "bf16 matmul": a claim about dtypes is tested by a GPU
+    # test that uses one of them.
+    dtypes = sorted({d.lower() for d in _DTYPE_NAME.findall(claim.text)})
+    dtypes_unused = {
+        id(f)
+        for f in launchers or claim.functions
+        if dtypes
+        and f not in untested
+        and id(f) not in arms_untaken
+        and not _a_test_asks_for(ws, f, [{d} for d in dtypes])
     }
     about_memory = bool(_MEMORY_WORK.search(claim.subject))
     looked_for = "device allocation, copy, synchronisation, " if about_memory else ""
@@ -723,6 +746,11 @@ def judge(
                 f'{where}: no enabled GPU test asks it for "{dispatched_by[id(item)]}" '
                 f"(the GPU tests that reach it run other ops) — 4d"
             )
+        elif item in untested and item in untaken:
+            claim.missing.append(
+                f"{where}: the GPU tests reach it only through arms of a dispatch by op that they "
+                f"never ask for (`backward()` reaching every grad fn) — 4d"
+            )
         elif item in untested:
             claim.missing.append(f"{where}: no GPU test reaches it — 4d")
         elif id(item) in arms_untaken:
@@ -730,6 +758,8 @@ def judge(
             claim.missing.append(
                 f"{where}: the GPU tests that reach it take none of the arms the diff adds ({shown}) — 4d"
             )
+        elif id(item) in dtypes_unused:
+            claim.missing.append(f"{where}: no GPU test that reaches it uses {' or '.join(dtypes)} — 4d")
 
 
 def _unverifiable_title(kernel_sources: Sequence[str]) -> str:

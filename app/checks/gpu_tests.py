@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 
 from app.checks import gpu_code
-from app.checks.model import Call, Function
+from app.checks.model import Arm, Call, Function
 from app.checks.workspace import IndexedFunction, Workspace, crate_of, definition_keys
 
 _CPU_TEST_NAME = re.compile(r"(?:^|_)(?:cpu|host)(?:_|$)", re.I)
@@ -19,6 +19,10 @@ _FAILING: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictio
 _HELPER_NAMES: weakref.WeakKeyDictionary[Workspace, frozenset[str]] = weakref.WeakKeyDictionary()
 _DEVICE_HELPER_NAMES: weakref.WeakKeyDictionary[Workspace, frozenset[str]] = weakref.WeakKeyDictionary()
 _TEST_REACH: weakref.WeakKeyDictionary[Workspace, dict[int, set[int]]] = weakref.WeakKeyDictionary()
+_TESTS_SAID: weakref.WeakKeyDictionary[Workspace, list[tuple[IndexedFunction, str]]] = (
+    weakref.WeakKeyDictionary()
+)
+_ARMS_TAKEN_REACH: weakref.WeakKeyDictionary[Workspace, dict[int, set[int]]] = weakref.WeakKeyDictionary()
 # Tests whose own reach is computed to name the ones exercising an op: the nearest
 # callers are checked first, so a few dozen find them without a walk per test of the
 # workspace (burn instantiates thousands).
@@ -369,20 +373,149 @@ def tests_reaching(
     reach came to it from."""
     callers = sorted((c for c in ws.callers_of(op) if is_gpu_test(c, ws)), key=lambda t: id(t) not in first)
     candidates = callers[:_MAX_TESTS_CHECKED]
-    reach_of = _TEST_REACH.setdefault(ws, {})
     index = ws.index_of(op)
-    found = []
-    for test in candidates:
-        reached = reach_of.get(id(test))
-        if reached is None:
-            reached = reach_of[id(test)] = ws.reached_from(
-                [test], skip=_of_another_backend(_test_backends(test, ws))
-            )
-        if index in reached:
-            found.append(test)
+    found = [test for test in candidates if index in _own_reach(ws, test)]
     origin = _reach_origins(ws).get(id(op))
     if not found and origin is not None:
         # Reached only through generic or dynamic dispatch, which the callers do not show:
         # the test the claims' reach found it from.
         return [origin], False
     return found, len(callers) > len(candidates)
+
+
+# What a dtype's arm matches on (`DType::F32`, `i64`): no op a test would name.
+_DTYPE_KEY = re.compile(r"(?:[fiu]\d+|bf16|bool|usize|isize|dtype)$", re.I)
+# The ops an arm matches on: a variant of an enum of ops (`Op::IndexSelect`, `BinaryOp::Add`,
+# `FloatOperationIr::Exp`) or an op's name (`"Erf"`).
+_OP_KEY = re.compile(r'"([A-Za-z][^"\\]{1,39})"|\b(?:\w*Op|\w*Operation\w*|Op\w*)\s*::\s*([A-Za-z]\w*)')
+# A match over this many ops dispatches by op.
+_DISPATCH_ARMS = 3
+
+
+def _op_arms(fn: Function) -> list[tuple[Arm, frozenset[str]]]:
+    """The arms of the function's dispatches by op (matches of three arms or more that
+    name an op: `Op::IndexSelect(..) =>`), each with the ops it names spelled the way
+    `_spelled` spells a test's code. A dtype or a backend names no op: the backend a
+    test runs on is chosen by its device, not by its words."""
+    by_match: dict[str, list[tuple[Arm, frozenset[str]]]] = {}
+    for arm in fn.arms:
+        keys = frozenset(
+            _spelled(key)
+            for found in _OP_KEY.finditer(arm.pattern)
+            for key in found.groups()
+            if key and not _DTYPE_KEY.match(key) and not gpu_code.backends_named(key)
+        )
+        by_match.setdefault(arm.scrutinee, []).append((arm, keys))
+    return [
+        (arm, keys)
+        for arms in by_match.values()
+        if len({keys for _, keys in arms if keys}) >= _DISPATCH_ARMS
+        for arm, keys in arms
+        if keys
+    ]
+
+
+# Words of a function's name that say how or where it runs, not which op it is.
+_NOT_THE_OP = frozenset(
+    "backward forward fwd bwd f gpu cuda metal wgpu kernel launch impl op ops storage backend device "
+    "run call eval apply".split()
+)
+
+
+def _op_name(op: IndexedFunction) -> str:
+    """The op a function runs, spelled as `_spelled` does: `roll` of `gpu_roll_f32` and of
+    `RollBackward::backward`, `indexadd` of `IndexAdd::f`; "" when its names say none."""
+    for name in (op.fn.name, op.fn.impl_type):
+        kept = [
+            w
+            for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+|\d+", name or "")
+            if w.lower() not in _NOT_THE_OP
+        ]
+        kept = [w for w in kept if not _DTYPE_KEY.match(w) and not w.isdigit()]
+        if kept and len("".join(kept)) >= 3:
+            return _spelled("".join(kept))
+    return ""
+
+
+def _gpu_tests_said(ws: Workspace) -> list[tuple[IndexedFunction, str]]:
+    """The workspace's GPU tests, each with its name and code spelled as `_spelled` does
+    (`conv2d_gpu` of candle's `test_device!(conv2d, conv2d_cpu, conv2d_gpu)`)."""
+    found = _TESTS_SAID.get(ws)
+    if found is None:
+        found = _TESTS_SAID[ws] = [
+            (f, _spelled(f.fn.qualname + f.fn.text.decode("latin-1")))
+            for f in ws.functions
+            if is_gpu_test(f, ws)
+        ]
+    return found
+
+
+def _spelled(text: str) -> str:
+    """`index_select`, `IndexSelect` and `indexselect` alike."""
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def _own_reach(ws: Workspace, test: IndexedFunction) -> set[int]:
+    """What one test's calls reach (`gpu_test_reach` walks all tests at once)."""
+    reach_of = _TEST_REACH.setdefault(ws, {})
+    reached = reach_of.get(id(test))
+    if reached is None:
+        reached = reach_of[id(test)] = ws.reached_from(
+            [test], skip=_of_another_backend(_test_backends(test, ws))
+        )
+    return reached
+
+
+def runs_in_a_gpu_test(ws: Workspace, op: IndexedFunction) -> bool:
+    """An enabled GPU test that reaches the function reaches it through only the arms of
+    dispatches by op that it names (`.index_select(..)` then `.backward()` takes the
+    `Op::IndexSelect(..) =>` arm of the backward pass, whose gradient is an `index_add`):
+    the other arms run for other tests."""
+    from app.checks.rules.disabled_gpu_test import check as disabled
+
+    op_name = _op_name(op)
+    named = [t for t, said in _gpu_tests_said(ws) if op_name and op_name in said][:_MAX_TESTS_CHECKED]
+    nearest, _ = tests_reaching(ws, op)
+    origin = _reach_origins(ws).get(id(op))  # an enabled test, where the nearest are not
+    index = ws.index_of(op)
+    reach_of = _ARMS_TAKEN_REACH.setdefault(ws, {})
+    checked: set[int] = set()
+    reached_by_calls = False
+    for test in [*named, *nearest, *([origin] if origin else [])]:
+        if id(test) in checked or any(disabled(ws, test)) or index not in _own_reach(ws, test):
+            continue
+        checked.add(id(test))
+        reached_by_calls = True
+        reached = reach_of.get(id(test))
+        if reached is None:
+            reached = reach_of[id(test)] = ws.reached_from(
+                [test], skip=_of_another_backend(_test_backends(test, ws)), follows=_arms_named_by(test, ws)
+            )
+        if index in reached:
+            return True
+    # No one test reaches it, only the walk of them all (the types one builds resolving
+    # another's calls): the arms it takes are not known.
+    return not reached_by_calls
+
+
+def _arms_named_by(test: IndexedFunction, ws: Workspace) -> Callable[[IndexedFunction, Call], bool]:
+    """Whether a call runs for the test: it is in no arm of a dispatch by op, or in one
+    naming an op the test's code or its helpers' names."""
+    said = _spelled(
+        " ".join(
+            text
+            for code in test_code(test, ws)
+            for text in (code.fn.text.decode("latin-1"), *(lit.text for lit in code.fn.literals))
+        )
+    )
+    arms_of: dict[int, list[tuple[Arm, frozenset[str]]]] = {}
+
+    def follows(item: IndexedFunction, call: Call) -> bool:
+        arms = arms_of.get(id(item))
+        if arms is None:
+            arms = arms_of[id(item)] = _op_arms(item.fn)
+        return all(
+            any(key in said for key in keys) for arm, keys in arms if arm.body_start <= call.offset < arm.end
+        )
+
+    return follows

@@ -35,7 +35,7 @@ from app.checks.model import (
 
 # Part of the facts cache key, with the source of this file and of the modules it
 # imports: bump it when the facts change without an edit there (a new tree-sitter grammar).
-EXTRACTOR_VERSION = "41"
+EXTRACTOR_VERSION = "43"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -98,6 +98,9 @@ _UNIT_ARGUMENT_RE = re.compile(rb"[(,]\s*+&?\s*+([A-Z]\w*+)\s*+(?=[,)])")
 _UNIT_RECEIVER_RE = re.compile(
     rb"([A-Z](?<![\w.:][A-Z])[A-Z0-9]*+[a-z][A-Za-z0-9]*+)\s*+\.\s*+[a-z_]\w*+\s*+\("
 )
+# `Conv2D(params).map(..)`: a tuple struct's constructor (CamelCase, not a path's
+# variant, not a CONSTANT) builds a value of it.
+_TUPLE_STRUCT_RE = re.compile(rb"(?<![\w.:])([A-Z][A-Za-z0-9]*?[a-z][A-Za-z0-9]*+)\s*+\(")
 _GENERIC_ARGS = re.compile(rb"<[^<>]*>")
 _DOUBLED_SEPARATOR = re.compile(rb"::(?:\s*::)+")
 _QUALIFIER_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:")
@@ -358,10 +361,11 @@ def _opening_angle(text: bytes, closing: int) -> int:
 
 
 def _constructed_types(text: bytes, calls: list[Call], impl_type: str) -> tuple[str, ...]:
-    """Types whose values the body may build: struct literals and ``Type::f(..)`` calls
+    """Types whose values the body may build: struct literals, tuple structs
+    (`Conv2D(params)`), unit structs handed on or called, and ``Type::f(..)`` calls
     (constructors, and over-approximating, any associated function)."""
     found = {m.group(1).decode() for m in _STRUCT_LITERAL_RE.finditer(text)}
-    for unit_value in (_UNIT_ARGUMENT_RE, _UNIT_RECEIVER_RE):
+    for unit_value in (_UNIT_ARGUMENT_RE, _UNIT_RECEIVER_RE, _TUPLE_STRUCT_RE):
         found.update(m.group(1).decode() for m in unit_value.finditer(text))
     found.update(c.qualifier.rsplit("::", 1)[-1] for c in calls if c.qualifier)
     if "Self" in found:
@@ -489,16 +493,21 @@ class _Scope:
         self.trait = ""
         modules: list[str] = []
         attrs: list[str] = []
+        # A function declared in another's body is a free function of that block, not a
+        # method of the impl around it (candle's `fn inner<T>(..)` in each `cuda_fwd`).
+        in_a_body = False
         parent = node.parent
         while parent is not None:
             kind = parent.type
-            if kind == "impl_item":
-                if not self.impl_type:
+            if kind == "function_item":
+                in_a_body = True
+            elif kind == "impl_item":
+                if not self.impl_type and not in_a_body:
                     self.impl_type = _type_name(parent.child_by_field_name("type"))
                     self.trait = _type_name(parent.child_by_field_name("trait"))
                 attrs.extend(_attributes(parent)[0])
             elif kind == "trait_item":
-                if not self.trait:
+                if not self.trait and not in_a_body:
                     self.trait = _text(parent.child_by_field_name("name"))
                 attrs.extend(_attributes(parent)[0])
             elif kind == "mod_item":

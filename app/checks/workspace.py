@@ -452,6 +452,7 @@ class Workspace:
         roots: Iterable[IndexedFunction],
         origins: dict[int, int] | None = None,
         skip: Callable[[IndexedFunction], bool] | None = None,
+        follows: Callable[[IndexedFunction, Call], bool] | None = None,
     ) -> set[int]:
         """Indexes of the functions reachable by calls from the roots. A method name
         defined too often to resolve by name (``grad_fn.backward()``, dynamic dispatch)
@@ -460,7 +461,7 @@ class Workspace:
         method that several types implement, or all its impls when the reached code
         builds none of those types. ``origins``, when given, is filled with the index of
         the root each function was first reached from; ``skip`` names functions the walk
-        does not enter."""
+        does not enter, ``follows`` the calls it follows (all when not given)."""
         reached: set[int] = set()
         queue = deque(self.index_of(r) for r in roots)
         if origins is not None:
@@ -497,7 +498,8 @@ class Workspace:
                         dropped = built_fn.trait == "Drop" and built_fn.name == "drop"
                         if dropped or not dispatched.isdisjoint(definition_keys(built_fn)):
                             push((method,))
-            for key in (key for call in fn.calls for key in self.call_keys(call, item)):
+            calls = fn.calls if follows is None else [call for call in fn.calls if follows(item, call)]
+            for key in (key for call in calls for key in self.call_keys(call, item)):
                 # Which of several definitions a call reaches depends on where it is made
                 # (`kernel::cross` in burn-cubecl is not burn-candle's `cross`).
                 visited = (key, self._call_site(key, item))

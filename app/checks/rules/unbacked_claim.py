@@ -63,7 +63,14 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     (`"Erf" =>` in wonnx's `compile`) is tested for the claimed op only by a GPU test
     that asks for it by that name, and the arms a diff adds to a dispatch it does not
     add whole (`(DType::U32, DType::I64) =>` in a Metal gather) only by a GPU test that
-    names all that one of them matches on (`i64` and `u32`); a function that launches
+    names all that one of them matches on (`i64` and `u32`). Likewise a test runs only
+    the arms of a dispatch by op (a match of three arms or more naming ops, such as a
+    backward pass's `Op::IndexSelect(..) =>`) whose op it names: a gradient test of
+    `Op::Mul` reaches `index_add` through `backward()` but does not run it. A claim
+    that names dtypes as words ("where-cond on cuda for u8 and u32", not `add_f32`) is
+    tested only by a GPU test that uses one of them. A tuple struct's constructor
+    (`Conv2D(params).map(..)`) builds a value of it, and a function declared in another's
+    body (`fn inner<T>(..)` in a `cuda_fwd`) is a free function called by its name. A function that launches
     nothing itself but hands
     an op's value to a dispatcher (candle's `rope_thd` passing `&RotaryEmbThd` to
     `apply_op3_no_bwd`) has the launch the walk of 4d reaches from it. A claim is
