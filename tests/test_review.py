@@ -2276,7 +2276,9 @@ def test_a_test_runs_only_the_arms_of_a_dispatch_by_op_that_it_names() -> None:
     # test, a gradient of `Op::Mul`, never takes.
     (claim,) = run_review(_BACKWARD_PASS, body="Implemented index_add on the GPU.").claims
     assert (claim.subject, claim.backed) == ("index_add", False)
-    assert "only through arms of a dispatch by op that they never ask for" in claim.missing[0]
+    assert (
+        "only through arms of a match over ops (`Op::X =>`) whose op none of them names" in claim.missing[0]
+    )
     (claim,) = run_review(_BACKWARD_PASS, body="Implemented mul on the GPU.").claims
     assert claim.backed, claim.missing
     index_select_test = """

@@ -748,8 +748,8 @@ def judge(
             )
         elif item in untested and item in untaken:
             claim.missing.append(
-                f"{where}: the GPU tests reach it only through arms of a dispatch by op that they "
-                f"never ask for (`backward()` reaching every grad fn) — 4d"
+                f"{where}: the GPU tests that reach it do so only through arms of a match over ops "
+                f"(`Op::X =>`) whose op none of them names — 4d"
             )
         elif item in untested:
             claim.missing.append(f"{where}: no GPU test reaches it — 4d")

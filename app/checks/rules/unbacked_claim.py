@@ -69,14 +69,13 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     `Op::Mul` reaches `index_add` through `backward()` but does not run it. A claim
     that names dtypes as words ("where-cond on cuda for u8 and u32", not `add_f32`) is
     tested only by a GPU test that uses one of them. A tuple struct's constructor
-    (`Conv2D(params).map(..)`) builds a value of it, and a function declared in another's
-    body (`fn inner<T>(..)` in a `cuda_fwd`) is a free function called by its name. A function that launches
-    nothing itself but hands
-    an op's value to a dispatcher (candle's `rope_thd` passing `&RotaryEmbThd` to
-    `apply_op3_no_bwd`) has the launch the walk of 4d reaches from it. A claim is
-    not about the host twin of its op (`im2col_cpu`),
-    and "move sync rule to gpu" of a diff under a `gpu/` folder moves code between
-    crates.
+    (`Conv2D(params).map(..)`) builds a value of it, and a function declared in
+    another's body (`fn inner<T>(..)` in a `cuda_fwd`) is a free function called by its
+    name. A function that launches nothing itself but hands an op's value to a
+    dispatcher (candle's `rope_thd` passing `&RotaryEmbThd` to `apply_op3_no_bwd`) has
+    the launch the walk of 4d reaches from it. A claim is not about the host twin of its
+    op (`im2col_cpu`), and "move sync rule to gpu" of a diff under a `gpu/` folder moves
+    code between crates.
 
     ## Why is this bad?
     Spec Step 5: "Never use 'implemented', 'added GPU support', 'GPU-accelerated',
