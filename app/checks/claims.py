@@ -22,6 +22,7 @@ from app.checks.gpu_tests import (
 from app.checks.model import Arm, Finding
 from app.checks.prose import (
     DEVICE_WORD,
+    DTYPE_NAME,
     GPU_WORD,
     HOST_WORD,
     NAME_FAMILY,
@@ -292,8 +293,6 @@ _REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
 # negation negates the case, not the claim.
 _CONDITION = re.compile(r"\s+(?:when|if|unless|whenever)\b.*", re.I)
 _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
-# A dtype the claim names as a word of its own ("for u8 and u32"), not in a name (`add_f32`).
-_DTYPE_NAME = re.compile(r"\b(?:[fiu](?:8|16|32|64)|bf16)\b", re.I)
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
 _FALLBACK = re.compile(r"\bfall(?:s|ing)?[- ]?backs?\b", re.I)
 _SET_UP_NAME = re.compile(rf"{PLUMBING_NAME.pattern}|^(?:init|setup|register|configure|load)(?:_|$)")
@@ -713,7 +712,7 @@ def judge(
     }
     # "where-cond for u8 and u32", "bf16 matmul": a claim about dtypes is tested by a GPU
     # test that uses one of them.
-    dtypes = sorted({d.lower() for d in _DTYPE_NAME.findall(claim.text)})
+    dtypes = sorted({d.lower() for d in DTYPE_NAME.findall(claim.text)})
     dtypes_unused = {
         id(f)
         for f in launchers or claim.functions

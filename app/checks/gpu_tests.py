@@ -9,6 +9,7 @@ from collections.abc import Set as AbstractSet
 
 from app.checks import gpu_code
 from app.checks.model import Arm, Call, Function
+from app.checks.prose import DTYPE_NAME
 from app.checks.workspace import IndexedFunction, Workspace, crate_of, definition_keys
 
 _CPU_TEST_NAME = re.compile(r"(?:^|_)(?:cpu|host)(?:_|$)", re.I)
@@ -18,11 +19,12 @@ _ACQUIRING: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDict
 _FAILING: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
 _HELPER_NAMES: weakref.WeakKeyDictionary[Workspace, frozenset[str]] = weakref.WeakKeyDictionary()
 _DEVICE_HELPER_NAMES: weakref.WeakKeyDictionary[Workspace, frozenset[str]] = weakref.WeakKeyDictionary()
-_TEST_REACH: weakref.WeakKeyDictionary[Workspace, dict[int, set[int]]] = weakref.WeakKeyDictionary()
+_TEST_REACH: weakref.WeakKeyDictionary[Workspace, dict[tuple[int, bool], set[int]]] = (
+    weakref.WeakKeyDictionary()
+)
 _TESTS_SAID: weakref.WeakKeyDictionary[Workspace, list[tuple[IndexedFunction, str]]] = (
     weakref.WeakKeyDictionary()
 )
-_ARMS_TAKEN_REACH: weakref.WeakKeyDictionary[Workspace, dict[int, set[int]]] = weakref.WeakKeyDictionary()
 # Tests whose own reach is computed to name the ones exercising an op: the nearest
 # callers are checked first, so a few dozen find them without a walk per test of the
 # workspace (burn instantiates thousands).
@@ -383,13 +385,17 @@ def tests_reaching(
     return found, len(callers) > len(candidates)
 
 
-# What a dtype's arm matches on (`DType::F32`, `i64`): no op a test would name.
-_DTYPE_KEY = re.compile(r"(?:[fiu]\d+|bf16|bool|usize|isize|dtype)$", re.I)
+# What a dtype's arm matches on besides `DType::F32`, `i64`: no op a test would name.
+_OTHER_DTYPE_KEYS = frozenset({"bool", "usize", "isize", "dtype"})
 # The ops an arm matches on: a variant of an enum of ops (`Op::IndexSelect`, `BinaryOp::Add`,
 # `FloatOperationIr::Exp`) or an op's name (`"Erf"`).
 _OP_KEY = re.compile(r'"([A-Za-z][^"\\]{1,39})"|\b(?:\w*Op|\w*Operation\w*|Op\w*)\s*::\s*([A-Za-z]\w*)')
 # A match over this many ops dispatches by op.
 _DISPATCH_ARMS = 3
+
+
+def _is_a_dtype(word: str) -> bool:
+    return bool(DTYPE_NAME.fullmatch(word)) or word.lower() in _OTHER_DTYPE_KEYS
 
 
 def _op_arms(fn: Function) -> list[tuple[Arm, frozenset[str]]]:
@@ -403,7 +409,7 @@ def _op_arms(fn: Function) -> list[tuple[Arm, frozenset[str]]]:
             _spelled(key)
             for found in _OP_KEY.finditer(arm.pattern)
             for key in found.groups()
-            if key and not _DTYPE_KEY.match(key) and not gpu_code.backends_named(key)
+            if key and not _is_a_dtype(key) and not gpu_code.backends_named(key)
         )
         by_match.setdefault(arm.scrutinee, []).append((arm, keys))
     return [
@@ -426,12 +432,13 @@ def _op_name(op: IndexedFunction) -> str:
     """The op a function runs, spelled as `_spelled` does: `roll` of `gpu_roll_f32` and of
     `RollBackward::backward`, `indexadd` of `IndexAdd::f`; "" when its names say none."""
     for name in (op.fn.name, op.fn.impl_type):
+        # Digits stay in their word (`conv2d`), unlike `prose.words`, so a dtype is one word.
         kept = [
             w
             for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+|\d+", name or "")
             if w.lower() not in _NOT_THE_OP
         ]
-        kept = [w for w in kept if not _DTYPE_KEY.match(w) and not w.isdigit()]
+        kept = [w for w in kept if not _is_a_dtype(w) and not w.isdigit()]
         if kept and len("".join(kept)) >= 3:
             return _spelled("".join(kept))
     return ""
@@ -455,13 +462,17 @@ def _spelled(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
-def _own_reach(ws: Workspace, test: IndexedFunction) -> set[int]:
-    """What one test's calls reach (`gpu_test_reach` walks all tests at once)."""
+def _own_reach(ws: Workspace, test: IndexedFunction, named_arms_only: bool = False) -> set[int]:
+    """What one test's calls reach (`gpu_test_reach` walks all tests at once);
+    ``named_arms_only``: taking only the arms of dispatches by op that the test names."""
     reach_of = _TEST_REACH.setdefault(ws, {})
-    reached = reach_of.get(id(test))
+    key = (id(test), named_arms_only)
+    reached = reach_of.get(key)
     if reached is None:
-        reached = reach_of[id(test)] = ws.reached_from(
-            [test], skip=_of_another_backend(_test_backends(test, ws))
+        reached = reach_of[key] = ws.reached_from(
+            [test],
+            skip=_of_another_backend(_test_backends(test, ws)),
+            follows=_arms_named_by(test, ws) if named_arms_only else None,
         )
     return reached
 
@@ -478,24 +489,13 @@ def runs_in_a_gpu_test(ws: Workspace, op: IndexedFunction) -> bool:
     nearest, _ = tests_reaching(ws, op)
     origin = _reach_origins(ws).get(id(op))  # an enabled test, where the nearest are not
     index = ws.index_of(op)
-    reach_of = _ARMS_TAKEN_REACH.setdefault(ws, {})
-    checked: set[int] = set()
-    reached_by_calls = False
+    reaching: dict[int, IndexedFunction] = {}
     for test in [*named, *nearest, *([origin] if origin else [])]:
-        if id(test) in checked or any(disabled(ws, test)) or index not in _own_reach(ws, test):
-            continue
-        checked.add(id(test))
-        reached_by_calls = True
-        reached = reach_of.get(id(test))
-        if reached is None:
-            reached = reach_of[id(test)] = ws.reached_from(
-                [test], skip=_of_another_backend(_test_backends(test, ws)), follows=_arms_named_by(test, ws)
-            )
-        if index in reached:
-            return True
+        if id(test) not in reaching and not any(disabled(ws, test)) and index in _own_reach(ws, test):
+            reaching[id(test)] = test
     # No one test reaches it, only the walk of them all (the types one builds resolving
     # another's calls): the arms it takes are not known.
-    return not reached_by_calls
+    return not reaching or any(index in _own_reach(ws, t, named_arms_only=True) for t in reaching.values())
 
 
 def _arms_named_by(test: IndexedFunction, ws: Workspace) -> Callable[[IndexedFunction, Call], bool]:

@@ -97,6 +97,8 @@ GPU_WORDS = rf"{DEVICE_WORDS}|kernels?"
 GPU_WORD = re.compile(rf"\b(?:{GPU_WORDS})\b|Gpu[A-Z]", re.I)
 # A GPU word that is not "kernel": host code has kernels too.
 DEVICE_WORD = re.compile(rf"\b(?:{DEVICE_WORDS})\b|Gpu[A-Z]", re.I)
+# A dtype as a word of its own ("for u8 and u32", "bf16 matmul"), not inside a name (`add_f32`).
+DTYPE_NAME = re.compile(r"\b(?:[fiu](?:8|16|32|64)|bf16)\b", re.I)
 # Words that put work on the host: "moved GPU tensors to CPU", "replace scalar libm",
 # "Fix non-cuda builds".
 HOST_WORDS = r"cpu|host|libm|non-(?:cuda|gpu|metal|wgpu|opencl)"
