@@ -1169,6 +1169,8 @@ METAL_TEST = """
         ("fix(tests): Metal concurrent dispatching", "", []),
         ("Fix the Metal docker image", "", []),
         ("Improve debug output of Metal dispatching", "", []),
+        # A backend's toolkit release is upkeep of the build, not GPU work.
+        ("Support Metal 3.1 and 3.2 (#173)", "", []),
         # A squash merge lists its commits' titles: each one that puts work on the GPU
         # is a claim of its own, held to the diff's GPU code like a title.
         (
@@ -2290,6 +2292,101 @@ fn index_select_grad_on_cuda() {
 """
     tested = {**_BACKWARD_PASS, "tests/grad.rs": _BACKWARD_PASS["tests/grad.rs"] + index_select_test}
     (claim,) = run_review(tested, body="Implemented index_add on the GPU.").claims
+    assert claim.backed, claim.missing
+
+
+_DTYPE_DISPATCH = {
+    "src/cuda.rs": """
+pub fn gpu_log_f32(x: &CudaSlice<f32>) -> Result<CudaSlice<f32>, GpuError> {
+    let f = DEV.get_func("log", "log_f32").ok_or(GpuError::MissingKernel)?;
+    unsafe { f.launch(LaunchConfig::for_num_elems(4), (x,)) }?;
+    Ok(x.clone())
+}
+pub fn gpu_log_f64(x: &CudaSlice<f64>) -> Result<CudaSlice<f64>, GpuError> {
+    let f = DEV.get_func("log", "log_f64").ok_or(GpuError::MissingKernel)?;
+    unsafe { f.launch(LaunchConfig::for_num_elems(4), (x,)) }?;
+    Ok(x.clone())
+}
+""",
+    "src/ops.rs": """
+pub fn log<T: Float>(x: &Tensor<T>) -> Result<Tensor<T>, GpuError> {
+    if is_f64::<T>() {
+        Ok(Tensor::wrap(gpu_log_f64(x.cuda_f64()?)?))
+    } else {
+        Ok(Tensor::wrap(gpu_log_f32(x.cuda_f32()?)?))
+    }
+}
+""",
+    "tests/log.rs": """
+#[test]
+fn log_on_cuda() {
+    let dev = CudaDevice::new(0).expect("this test needs a CUDA device");
+    let x = Tensor::<f32>::ones(4, &dev);
+    assert_eq!(log(&x).unwrap().to_vec(), vec![0.0f32; 4]);
+}
+""",
+}
+
+
+_DTYPE_DISPATCH_F32_FIRST = """
+pub fn log<T: Float>(x: &Tensor<T>) -> Result<Tensor<T>, GpuError> {
+    if is_f32::<T>() {
+        Ok(Tensor::wrap(gpu_log_f32(x.cuda_f32()?)?))
+    } else {
+        Ok(Tensor::wrap(gpu_log_f64(x.cuda_f64()?)?))
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("dispatch", [_DTYPE_DISPATCH["src/ops.rs"], _DTYPE_DISPATCH_F32_FIRST])
+def test_a_test_runs_only_the_branches_on_a_dtype_that_it_uses(dispatch: str) -> None:
+    # `log` reaches `gpu_log_f64` under `if is_f64::<T>()` (or in the else of `if
+    # is_f32::<T>()`); the one GPU test logs f32.
+    files = {**_DTYPE_DISPATCH, "src/ops.rs": dispatch}
+    (claim,) = run_review(files, body="Implemented gpu_log_f64 on the GPU.").claims
+    assert (claim.subject, claim.backed) == ("gpu_log_f64", False)
+    assert (
+        "only through branches none of them takes: on a dtype none uses (`if is_f64::<T>()`)"
+        in claim.missing[0]
+    )
+    (claim,) = run_review(files, body="Implemented gpu_log_f32 on the GPU.").claims
+    assert claim.backed, claim.missing
+    # A test that names no dtype may use any: it takes every branch.
+    untyped = {**files, "tests/log.rs": files["tests/log.rs"].replace("<f32>", "").replace("f32", "")}
+    (claim,) = run_review(untyped, body="Implemented gpu_log_f64 on the GPU.").claims
+    assert claim.backed, claim.missing
+    f64_test = files["tests/log.rs"].replace("f32", "f64").replace("log_on_cuda", "log_f64_on_cuda")
+    tested = {**files, "tests/log.rs": files["tests/log.rs"] + f64_test}
+    (claim,) = run_review(tested, body="Implemented gpu_log_f64 on the GPU.").claims
+    assert claim.backed, claim.missing
+
+
+_AUTOCAST_DISPATCH = {
+    **_DTYPE_DISPATCH,
+    "src/ops.rs": """
+pub fn log<T: Float>(x: &Tensor<T>) -> Result<Tensor<T>, GpuError> {
+    if autocast_guard("log") == Some(AutocastCategory::ReducedPrecision) {
+        Ok(Tensor::wrap(gpu_log_f64(x.cuda_f64()?)?))
+    } else {
+        Ok(Tensor::wrap(gpu_log_f32(x.cuda_f32()?)?))
+    }
+}
+""",
+}
+
+
+def test_a_test_runs_the_branch_of_an_opt_in_mode_only_when_it_asks_for_it() -> None:
+    # `gpu_log_f64` runs under autocast, which the one GPU test never turns on.
+    (claim,) = run_review(_AUTOCAST_DISPATCH, body="Implemented gpu_log_f64 on the GPU.").claims
+    assert (claim.subject, claim.backed) == ("gpu_log_f64", False)
+    assert "or an opt-in mode none names (`if autocast_guard(..)`)" in claim.missing[0]
+    asking = _AUTOCAST_DISPATCH["tests/log.rs"].replace(
+        "let x =", "let _mode = autocast(ReducedPrecision);\n    let x ="
+    )
+    (claim,) = run_review(
+        {**_AUTOCAST_DISPATCH, "tests/log.rs": asking}, body="Implemented gpu_log_f64 on the GPU."
+    ).claims
     assert claim.backed, claim.missing
 
 

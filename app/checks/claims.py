@@ -15,9 +15,9 @@ from app.checks.gpu_code import backends_named
 from app.checks.gpu_tests import (
     fails_without_a_gpu,
     gpu_test_reach,
-    runs_in_a_gpu_test,
     test_code,
     tests_reaching,
+    untaken_dispatch,
 )
 from app.checks.model import Arm, Finding
 from app.checks.prose import (
@@ -237,6 +237,7 @@ _UPKEEP = re.compile(
     r"|migrat\w*\s+to\b"  # "Migrate to BufferUsage": onto a new API, nothing moved to the GPU
     r"|replac\w*\b(?!.*\b(?:with|by)\b))"  # an edit inside code; "replace X with a kernel" claims
     rf"|\b(?:gpu|{_BACKENDS})\s+tests?\b|\bin\s+test-\w+"  # the tests of a backend
+    rf"|\b(?:{_BACKENDS})\s+v?\d+\.\d+"  # "Support CUDA 12.9 and 13.0": a toolkit's release
     r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lints?"
     r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|ci|logging|warnings?|macros?"
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*"
@@ -684,9 +685,14 @@ def judge(
     launchers = [f for f in claim.functions if f.direct_evidence]
     untested = [f for f in launchers or claim.functions if id(f) not in reach]
     # A test reaches more than it runs: `backward()` walks to every grad fn's kernel. The
-    # arm of a dispatch by op (`Op::IndexSelect(..) =>`) runs for a test that names it.
-    untaken = [f for f in launchers or claim.functions if id(f) in reach and not runs_in_a_gpu_test(ws, f)]
-    untested += untaken
+    # arm of a dispatch by op (`Op::IndexSelect(..) =>`) runs for a test that names it,
+    # the branch on a dtype (`if is_f64::<T>()`) or an opt-in mode for a test that uses it.
+    untaken = {
+        id(f): why
+        for f in launchers or claim.functions
+        if id(f) in reach and (why := untaken_dispatch(ws, f))
+    }
+    untested += [f for f in launchers or claim.functions if id(f) in untaken]
     if claim.topic and len(untested) < len(launchers or claim.functions):
         # A title that stands for the diff's GPU work: a GPU test runs that work, and
         # each launcher the diff adds ("Add more functions from torch::cuda") is that
@@ -745,10 +751,16 @@ def judge(
                 f'{where}: no enabled GPU test asks it for "{dispatched_by[id(item)]}" '
                 f"(the GPU tests that reach it run other ops) — 4d"
             )
-        elif item in untested and item in untaken:
+        elif item in untested and untaken.get(id(item)) == "arms":
             claim.missing.append(
                 f"{where}: the GPU tests that reach it do so only through arms of a match over ops "
                 f"(`Op::X =>`) whose op none of them names — 4d"
+            )
+        elif item in untested and id(item) in untaken:
+            claim.missing.append(
+                f"{where}: the GPU tests that reach it do so only through branches none of them takes: "
+                f"on a dtype none uses (`if is_f64::<T>()`) or an opt-in mode none names "
+                f"(`if autocast_guard(..)`) — 4d"
             )
         elif item in untested:
             claim.missing.append(f"{where}: no GPU test reaches it — 4d")

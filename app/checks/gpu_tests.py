@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 
 from app.checks import gpu_code
-from app.checks.model import Arm, Call, Function
+from app.checks.model import Arm, Branch, Call, Function
 from app.checks.prose import DTYPE_NAME
 from app.checks.workspace import IndexedFunction, Workspace, crate_of, definition_keys
 
@@ -19,7 +19,7 @@ _ACQUIRING: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDict
 _FAILING: weakref.WeakKeyDictionary[Workspace, set[int]] = weakref.WeakKeyDictionary()
 _HELPER_NAMES: weakref.WeakKeyDictionary[Workspace, frozenset[str]] = weakref.WeakKeyDictionary()
 _DEVICE_HELPER_NAMES: weakref.WeakKeyDictionary[Workspace, frozenset[str]] = weakref.WeakKeyDictionary()
-_TEST_REACH: weakref.WeakKeyDictionary[Workspace, dict[tuple[int, bool], set[int]]] = (
+_TEST_REACH: weakref.WeakKeyDictionary[Workspace, dict[tuple[int, str], set[int]]] = (
     weakref.WeakKeyDictionary()
 )
 _TESTS_SAID: weakref.WeakKeyDictionary[Workspace, list[tuple[IndexedFunction, str]]] = (
@@ -462,26 +462,29 @@ def _spelled(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
-def _own_reach(ws: Workspace, test: IndexedFunction, named_arms_only: bool = False) -> set[int]:
-    """What one test's calls reach (`gpu_test_reach` walks all tests at once);
-    ``named_arms_only``: taking only the arms of dispatches by op that the test names."""
+def _own_reach(ws: Workspace, test: IndexedFunction, taking: str = "") -> set[int]:
+    """What one test's calls reach (`gpu_test_reach` walks all tests at once). ``taking``
+    "arms": only the arms of dispatches by op that the test names; "branches": those arms
+    and only the branches it takes (`_untaken`); "": every call."""
     reach_of = _TEST_REACH.setdefault(ws, {})
-    key = (id(test), named_arms_only)
+    key = (id(test), taking)
     reached = reach_of.get(key)
     if reached is None:
         reached = reach_of[key] = ws.reached_from(
             [test],
             skip=_of_another_backend(_test_backends(test, ws)),
-            follows=_arms_named_by(test, ws) if named_arms_only else None,
+            follows=_arms_named_by(test, ws, taking == "branches") if taking else None,
         )
     return reached
 
 
-def runs_in_a_gpu_test(ws: Workspace, op: IndexedFunction) -> bool:
-    """An enabled GPU test that reaches the function reaches it through only the arms of
-    dispatches by op that it names (`.index_select(..)` then `.backward()` takes the
-    `Op::IndexSelect(..) =>` arm of the backward pass, whose gradient is an `index_add`):
-    the other arms run for other tests."""
+def untaken_dispatch(ws: Workspace, op: IndexedFunction) -> str:
+    """Why no enabled GPU test that reaches the function runs it: "arms" when each
+    reaches it only through arms of dispatches by op that it does not name
+    (`.index_select(..)` then `.backward()` takes the `Op::IndexSelect(..) =>` arm of the
+    backward pass, whose gradient is an `index_add`; the other arms run for other
+    tests), "branches" when only through branches it does not take (`_untaken`); ""
+    when one runs it."""
     from app.checks.rules.disabled_gpu_test import check as disabled
 
     op_name = _op_name(op)
@@ -495,19 +498,24 @@ def runs_in_a_gpu_test(ws: Workspace, op: IndexedFunction) -> bool:
             reaching[id(test)] = test
     # No one test reaches it, only the walk of them all (the types one builds resolving
     # another's calls): the arms it takes are not known.
-    return not reaching or any(index in _own_reach(ws, t, named_arms_only=True) for t in reaching.values())
+    if not reaching or any(index in _own_reach(ws, t, "branches") for t in reaching.values()):
+        return ""
+    return "branches" if any(index in _own_reach(ws, t, "arms") for t in reaching.values()) else "arms"
 
 
-def _arms_named_by(test: IndexedFunction, ws: Workspace) -> Callable[[IndexedFunction, Call], bool]:
+def _arms_named_by(
+    test: IndexedFunction, ws: Workspace, branches: bool
+) -> Callable[[IndexedFunction, Call], bool]:
     """Whether a call runs for the test: it is in no arm of a dispatch by op, or in one
-    naming an op the test's code or its helpers' names."""
-    said = _spelled(
-        " ".join(
-            text
-            for code in test_code(test, ws)
-            for text in (code.fn.text.decode("latin-1"), *(lit.text for lit in code.fn.literals))
-        )
+    naming an op the test's code or its helpers' names; with ``branches``, also in no
+    branch the test does not take (`_untaken`)."""
+    code = " ".join(
+        text
+        for helper in test_code(test, ws)
+        for text in (helper.fn.text.decode("latin-1"), *(lit.text for lit in helper.fn.literals))
     )
+    said = _spelled(code)
+    dtypes_used = _dtypes_in(code)
     arms_of: dict[int, list[tuple[Arm, frozenset[str]]]] = {}
 
     def follows(item: IndexedFunction, call: Call) -> bool:
@@ -516,6 +524,43 @@ def _arms_named_by(test: IndexedFunction, ws: Workspace) -> Callable[[IndexedFun
             arms = arms_of[id(item)] = _op_arms(item.fn)
         return all(
             any(key in said for key in keys) for arm, keys in arms if arm.body_start <= call.offset < arm.end
-        )
+        ) and not (branches and any(_untaken(b, call.offset, said, dtypes_used) for b in item.fn.branches))
 
     return follows
+
+
+def _untaken(branch: Branch, offset: int, said: str, dtypes_used: frozenset[str]) -> bool:
+    """The code at ``offset`` is in a branch that a test saying ``said`` and using the
+    float dtypes ``dtypes_used`` does not take: the then-block of an opt-in mode it does
+    not name (`if autocast_guard("bmm") == ..`) or of a condition on dtypes asking for
+    none it uses (`if is_f64::<T>()`), the else-block of a plain test for dtypes
+    (`if is_f32::<T>()`) asking for all it uses. A test that names no float dtype may
+    use any: it takes every branch on dtypes."""
+    in_then = branch.then_start <= offset < branch.then_end
+    mode = _OPT_IN_MODE.search(branch.condition)
+    if in_then and mode is not None and _spelled(mode.group()) not in said:
+        return True
+    asked = _dtypes_in(branch.condition)
+    if not asked or not dtypes_used:
+        return False
+    if in_then:
+        return not asked & dtypes_used
+    in_else = branch.else_start <= offset < branch.else_end
+    return in_else and bool(_DTYPE_TEST.fullmatch(branch.condition)) and dtypes_used <= asked
+
+
+# A mode a program runs in only when asked to (autocast, CUDA graph capture).
+_OPT_IN_MODE = re.compile(r"autocast|mixed_precision|is_capturing", re.I)
+# A float dtype anywhere in code: `is_f64::<T>()`, `TypeId::of::<f16>()`, `DType::BF16`,
+# `1.0f32`. Integer types are left out: a test names them for its indices and shapes.
+_DTYPE_IN_CODE = re.compile(r"(?<![A-Za-z])(?:bf16|f16|f32|f64)(?![0-9])", re.I)
+
+
+# A condition that only tests the dtype: `is_f32::<T>()`, `is_f32::<T>() || is_f64::<T>()`.
+_DTYPE_TEST = re.compile(
+    r"[\s()]*is_(?:bf16|f16|f32|f64)::<\w+>\(\)[\s()]*(?:\|\|[\s()]*is_(?:bf16|f16|f32|f64)::<\w+>\(\)[\s()]*)*"
+)
+
+
+def _dtypes_in(code: str) -> frozenset[str]:
+    return frozenset(d.lower() for d in _DTYPE_IN_CODE.findall(code))

@@ -66,7 +66,10 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     names all that one of them matches on (`i64` and `u32`). Likewise a test runs only
     the arms of a dispatch by op (a match of three arms or more naming ops, such as a
     backward pass's `Op::IndexSelect(..) =>`) whose op it names: a gradient test of
-    `Op::Mul` reaches `index_add` through `backward()` but does not run it. A claim
+    `Op::Mul` reaches `index_add` through `backward()` but does not run it; and a test
+    that uses f32 runs neither the then-block of `if is_f64::<T>()` nor the else of `if
+    is_f32::<T>()` (a test naming no float dtype may use any), nor the then-block of an
+    opt-in mode it does not name (`if autocast_guard("bmm") == ..`). A claim
     that names dtypes as words ("where-cond on cuda for u8 and u32", not `add_f32`) is
     tested only by a GPU test that uses one of them. A tuple struct's constructor
     (`Conv2D(params).map(..)`) builds a value of it, and a function declared in
