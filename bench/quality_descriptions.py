@@ -23,7 +23,7 @@ kinds of case:
   ``heldout31_stark``; qdrant/qdrant for ``heldout32_qdrant``; gfx-rs/wgpu for
   ``heldout33_wgpu``; EricLBuehler/mistral.rs again for ``heldout34_mistral``;
   huggingface/candle again for ``heldout35_candle``; guoqingbao/vllm.rs again for
-  ``heldout36_vllmrs``;
+  ``heldout36_vllmrs``; tracel-ai/cubecl again for ``heldout37_cubecl``;
   a file the mirror lacks, such as a large compiled ``.ptx``, is left out of the case's
   tree with a note on stderr). The description is the commit message (read from the git
   dir at run time, never stored in this repository; a GitHub merge commit's body is the

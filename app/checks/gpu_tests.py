@@ -473,7 +473,7 @@ def _own_reach(ws: Workspace, test: IndexedFunction, taking: str = "") -> set[in
         reached = reach_of[key] = ws.reached_from(
             [test],
             skip=_of_another_backend(_test_backends(test, ws)),
-            follows=_arms_named_by(test, ws, taking == "branches") if taking else None,
+            follows=_taken_by(test, ws, taking == "branches") if taking else None,
         )
     return reached
 
@@ -503,7 +503,7 @@ def untaken_dispatch(ws: Workspace, op: IndexedFunction) -> str:
     return "branches" if any(index in _own_reach(ws, t, "arms") for t in reaching.values()) else "arms"
 
 
-def _arms_named_by(
+def _taken_by(
     test: IndexedFunction, ws: Workspace, branches: bool
 ) -> Callable[[IndexedFunction, Call], bool]:
     """Whether a call runs for the test: it is in no arm of a dispatch by op, or in one
@@ -554,12 +554,9 @@ _OPT_IN_MODE = re.compile(r"autocast|mixed_precision|is_capturing", re.I)
 # A float dtype anywhere in code: `is_f64::<T>()`, `TypeId::of::<f16>()`, `DType::BF16`,
 # `1.0f32`. Integer types are left out: a test names them for its indices and shapes.
 _DTYPE_IN_CODE = re.compile(r"(?<![A-Za-z])(?:bf16|f16|f32|f64)(?![0-9])", re.I)
-
-
 # A condition that only tests the dtype: `is_f32::<T>()`, `is_f32::<T>() || is_f64::<T>()`.
-_DTYPE_TEST = re.compile(
-    r"[\s()]*is_(?:bf16|f16|f32|f64)::<\w+>\(\)[\s()]*(?:\|\|[\s()]*is_(?:bf16|f16|f32|f64)::<\w+>\(\)[\s()]*)*"
-)
+_IS_DTYPE = r"[\s()]*is_(?:bf16|f16|f32|f64)::<\w+>\(\)[\s()]*"
+_DTYPE_TEST = re.compile(rf"{_IS_DTYPE}(?:\|\|{_IS_DTYPE})*")
 
 
 def _dtypes_in(code: str) -> frozenset[str]:
