@@ -13,9 +13,10 @@ from app.checks.engine import HOST_DETOUR_RULES, Touched
 from app.checks.enumerations import enumerated_subjects
 from app.checks.gpu_code import backends_named
 from app.checks.gpu_tests import (
+    code_said,
     fails_without_a_gpu,
     gpu_test_reach,
-    test_code,
+    test_said,
     tests_reaching,
     untaken_dispatch,
 )
@@ -1024,16 +1025,14 @@ def _a_test_asks_for(ws: Workspace, item: IndexedFunction, wanted: list[set[str]
     DType::I64) =>`, as `I64` or `1i64`): it asks for that case. The tests that name a
     case's first word are checked first: a dispatcher is reached by many."""
 
-    def names(code: IndexedFunction, keys: set[str]) -> bool:
-        said = " ".join((code.fn.text.decode("latin-1"), *(lit.text for lit in code.fn.literals)))
-        return all(_named_in(key, said) for key in keys)
-
     def asks(test: IndexedFunction) -> bool:
-        code = test_code(test, ws)
-        return any(all(any(names(c, {key}) for c in code) for key in keys) for keys in wanted)
+        said = test_said(test, ws)
+        return any(all(_named_in(key, said) for key in keys) for keys in wanted)
 
     first = frozenset(
-        id(t) for t in ws.functions if t.support_code and any(names(t, {min(keys)}) for keys in wanted)
+        id(t)
+        for t in ws.functions
+        if t.support_code and any(_named_in(min(keys), code_said(t)) for keys in wanted)
     )
     tests, _ = tests_reaching(ws, item, first)
     return any(asks(t) and not any(disabled_gpu_test.check(ws, t)) for t in tests)

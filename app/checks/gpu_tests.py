@@ -119,6 +119,16 @@ def test_code(test: IndexedFunction, ws: Workspace) -> tuple[IndexedFunction, ..
     return (test, *_test_helpers(test, ws))
 
 
+def code_said(item: IndexedFunction) -> str:
+    """A function's code with its string literals: what it names."""
+    return " ".join((item.fn.text.decode("latin-1"), *(lit.text for lit in item.fn.literals)))
+
+
+def test_said(test: IndexedFunction, ws: Workspace) -> str:
+    """What a test and its helpers (`test_code`) name."""
+    return " ".join(code_said(code) for code in test_code(test, ws))
+
+
 def _helper_names(ws: Workspace) -> frozenset[str]:
     """The names of the workspace's test code that is not a test itself: the only
     names a test helper can have."""
@@ -509,11 +519,7 @@ def _taken_by(
     """Whether a call runs for the test: it is in no arm of a dispatch by op, or in one
     naming an op the test's code or its helpers' names; with ``branches``, also in no
     branch the test does not take (`_untaken`)."""
-    code = " ".join(
-        text
-        for helper in test_code(test, ws)
-        for text in (helper.fn.text.decode("latin-1"), *(lit.text for lit in helper.fn.literals))
-    )
+    code = test_said(test, ws)
     said = _spelled(code)
     dtypes_used = _dtypes_in(code)
     arms_of: dict[int, list[tuple[Arm, frozenset[str]]]] = {}
