@@ -91,3 +91,13 @@ def test_a_host_helper_of_a_gpu_crate_is_not_a_gpu_op() -> None:
     body = "Fresh allocations use round_len(len) on the device pool; gpu_scale keeps its kernel."
     found = run_review(files, body=body, title="gpu: allocator fixes").claims
     assert [(c.subject, c.backed) for c in found if c.line > 0] == [("gpu_scale", False)]
+
+
+def test_the_meta_device_is_no_gpu_context() -> None:
+    # PyTorch's meta device has shapes and no data: a title about it puts nothing on the GPU.
+    found = run_review(
+        FILES, body="gpu_scale gets a meta check at the top.", title="feat: meta device propagation"
+    )
+    assert found.claims == []
+    found = run_review(FILES, body="gpu_scale gets a check at the top.", title="feat: device propagation")
+    assert [c.subject for c in found.claims] == ["gpu_scale"]

@@ -2487,11 +2487,31 @@ def test_a_title_about_the_plumbing_of_gpu_code_claims_nothing(title: str) -> No
         "Prioritize swap-out instead of GPU context-cache release",  # the GPU is what it replaces
         "Enable workspace lints for `gpu`",
         "reduce gpu softmax tests amount",  # the tests' settings
+        "Fix flaky wgpu softmax tests with unique device IDs",  # a backend's tests of an op
         "Add `cfg_aliases` to `wgpu-core` and `wgpu-hal`",  # build configuration
     ],
 )
 def test_a_title_about_builds_files_tests_or_edits_inside_gpu_code_claims_nothing(title: str) -> None:
     assert run_review(_WGPU_UNTESTED, body="", title=title).claims == []
+
+
+def test_code_for_the_meta_device_is_no_gpu_work() -> None:
+    # PyTorch's meta device has shapes and no data: a list of the helpers that carry it
+    # through the ops names host code, even under a head that says "primitives".
+    files = {
+        "core/src/meta_propagate.rs": """
+            pub fn unary_same_shape(input: &Tensor) -> Option<Tensor> {
+                if input.is_meta() {
+                    return Some(Tensor::meta(input.shape()));
+                }
+                None
+            }
+            """
+    }
+    body = "Add helper primitives that propagate the meta device through op implementations:\n\n- unary_same_shape(input)\n"
+    assert (
+        run_review(files, body=body, title="feat(core): meta device propagation through the ops").claims == []
+    )
 
 
 def test_declaring_a_drivers_functions_is_no_gpu_work() -> None:
@@ -2514,6 +2534,7 @@ def test_declaring_a_drivers_functions_is_no_gpu_work() -> None:
         "Get the softmax example to run on wgpu.",  # an example that runs on the GPU
         "Add more softmax functions from torch::wgpu",  # a C++ namespace, no comparison with PyTorch
         "Fix softmax shader on wgpu & pypi readme",  # the readme is upkeep of its own
+        "wgpu: softmax shader, tiling fix, regression tests",  # so are the tests it lists
     ],
 )
 def test_a_title_that_puts_an_op_on_the_gpu_still_claims_it(title: str) -> None:

@@ -237,7 +237,7 @@ _UPKEEP = re.compile(
     r"|(?:update|upgrade|bump|merge|release|mov(?:e|es|ed|ing)|split|cleanup|clean up|format|pin)\b"
     r"|migrat\w*\s+to\b"  # "Migrate to BufferUsage": onto a new API, nothing moved to the GPU
     r"|replac\w*\b(?!.*\b(?:with|by)\b))"  # an edit inside code; "replace X with a kernel" claims
-    rf"|\b(?:gpu|{_BACKENDS})\s+tests?\b|\bin\s+test-\w+"  # the tests of a backend
+    rf"|\b(?:gpu|{_BACKENDS})\s+(?:[\w-]+\s+)?tests?\b|\bin\s+test-\w+"  # "GPU pool tests": a backend's
     rf"|\b(?:{_BACKENDS})\s+v?\d+\.\d+"  # "Support CUDA 12.9 and 13.0": a toolkit's release
     r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lints?"
     r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|ci|logging|warnings?|macros?"
@@ -477,13 +477,16 @@ def listed_title(item: Sentence) -> Claim | None:
 
 
 def _without_upkeep_parts(title: str) -> str:
-    """The title without the upkeep it adds after an "&" ("Fix completion on Metal &
-    pypi readme" claims the fix, not the readme). "and" often joins the objects of one
-    verb ("Cleanup normalization and softmax shaders"), so it splits nothing."""
-    first, *rest = title.split(" & ")
+    """The title without the upkeep it adds after an "&" or a comma ("Fix completion on
+    Metal & pypi readme" claims the fix, not the readme; "GPU autograd: backward
+    kernels, shape ops graph fix, regression tests" the kernels and the fix). "and"
+    often joins the objects of one verb ("Cleanup normalization and softmax shaders"),
+    so it splits nothing."""
+    first, *rest = re.split(r"(\s+&\s+|,\s+)", title)
     if _UPKEEP.search(first):
         return title
-    return " & ".join([first, *(part for part in rest if not _UPKEEP.search(part))])
+    joined = zip(rest[::2], rest[1::2], strict=True)  # (separator, part)
+    return first + "".join(joint + part for joint, part in joined if not _UPKEEP.search(part))
 
 
 def _topic_parts(title: str) -> list[str]:
@@ -538,7 +541,10 @@ def _list_kind(sentence: Sentence) -> str:
         return "members"
     if _LIST_HEAD.match(text):
         return "subjects"
-    if _KERNEL_LIST_HEAD.match(sentence.text) and not _NOT_A_CLAIM.search(sentence.text):
+    # "helper primitives that propagate the meta device through op implementations:"
+    # lists host code.
+    on_the_host = bool(HOST_WORD.search(sentence.text)) and not DEVICE_WORD.search(sentence.text)
+    if _KERNEL_LIST_HEAD.match(sentence.text) and not _NOT_A_CLAIM.search(sentence.text) and not on_the_host:
         return "names"
     return ""
 

@@ -28,8 +28,11 @@ _DISTINCTIVE = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|::|[a-z][A-Z]")
 _KERNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9]*_\w+")
 _BACKEND_PREFIX = re.compile(r"^(?:gpu|cuda|cu|wgpu|metal|mtl)_", re.I)
 # Names of GPU work appear next to these words; a sentence without one (and under a
-# title or list head without one) talks about something else, e.g. a cache flag.
-_GPU_CONTEXT = re.compile(rf"\b(?:{GPU_WORDS}|device|launch\w*|backward)\b|Gpu[A-Z]", re.I)
+# title or list head without one) talks about something else, e.g. a cache flag. The
+# meta device is not one: it has shapes and no data.
+_GPU_CONTEXT = re.compile(
+    rf"\b(?:{GPU_WORDS}|(?<!meta )(?<!meta-)device|launch\w*|backward)\b|Gpu[A-Z]", re.I
+)
 # The method an op type (an autograd node, a kernel, a module) exists for.
 _OP_METHOD = re.compile(r"^(?:backward|forward|apply|call|launch|execute|run|compute|step)$")
 # A heading after which the items are plans or gaps, not done work.

@@ -100,8 +100,9 @@ DEVICE_WORD = re.compile(rf"\b(?:{DEVICE_WORDS})\b|Gpu[A-Z]", re.I)
 # A dtype as a word of its own ("for u8 and u32", "bf16 matmul"), not inside a name (`add_f32`).
 DTYPE_NAME = re.compile(r"\b(?:[fiu](?:8|16|32|64)|bf16)\b", re.I)
 # Words that put work on the host: "moved GPU tensors to CPU", "replace scalar libm",
-# "Fix non-cuda builds".
-HOST_WORDS = r"cpu|host|libm|non-(?:cuda|gpu|metal|wgpu|opencl)"
+# "Fix non-cuda builds", "meta device propagation" (PyTorch's meta device has shapes and
+# no data: no GPU runs it).
+HOST_WORDS = r"cpu|host|libm|non-(?:cuda|gpu|metal|wgpu|opencl)|meta[- ]devices?"
 HOST_WORD = re.compile(rf"\b(?:{HOST_WORDS})\b", re.I)
 # What comes next, in a gap report: "Next step: ..", "tracked as #1003", "follow-up".
 NEXT_STEP = re.compile(

@@ -38,7 +38,9 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     Other titles ("feat: implement HardSigmoid operation", "Feature/silu") are a claim
     only where the diff's GPU code names the op, as a function or as the string it
     dispatches on (`"HardSigmoid" =>`). Upkeep titles (refactors, renames, docs,
-    bumps, tests, CI, docker images, debug output), titles that disable something and
+    bumps, a backend's tests ("GPU pool tests"), CI, docker images, debug output, and
+    such parts of a title after a comma or "&"), titles that disable something, code
+    for PyTorch's meta device, and
     subjects that are the plumbing around GPU code ("the cuda panic", "compute cap from
     env", "the Metal workspace setting", "add cuda structure") claim nothing. A
     function the description names is claimed only when it presents itself as GPU code
