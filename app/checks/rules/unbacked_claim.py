@@ -40,9 +40,9 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     dispatches on (`"HardSigmoid" =>`). Upkeep titles (refactors, renames, docs,
     bumps, a backend's tests ("GPU pool tests"), CI, docker images, debug output, and
     such parts of a title after a comma or "&"), titles that disable something, code
-    for PyTorch's meta device, and
-    subjects that are the plumbing around GPU code ("the cuda panic", "compute cap from
-    env", "the Metal workspace setting", "add cuda structure") claim nothing. A
+    for PyTorch's meta device, and subjects that are the plumbing around GPU code ("the
+    cuda panic", "compute cap from env", "the Metal workspace setting", "add cuda
+    structure") claim nothing. A
     function the description names is claimed only when it presents itself as GPU code
     or does GPU work: a host helper of a GPU crate (an allocator's `round_len`) is not.
     A test counts for 4d when it reaches the function by the same call resolution
