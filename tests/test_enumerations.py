@@ -53,6 +53,12 @@ def test_a_list_in_running_text_claims_the_items_that_name_changed_functions(bod
         "The GPU ops' unwrap sites in scale, shift and roll now return errors.",
         "gpu_apply<R>(scale, shift, roll) -> Tensor dispatches the GPU kernel.",  # a signature's parameters
         "Vectorizable scale/shift/roll kernels replace scalar libm calls.",  # host code
+        "GpuMode::{scale, shift, roll} typed wrapper over the driver's modes.",  # a type's variants
+        "GpuGuard RAII type with scale / shift / roll on the GPU stream.",  # a type's methods
+        # A list that runs on from phrases before it: the GPU word is one item's.
+        "Wave 4 — attention GPU, gradient scale, shift, roll.",
+        # Two items: a comma inside a parenthetical separates none of the list's.
+        "Builds with the system compiler (gcc, or clang), scale it, then the GPU kernel.",
     ],
 )
 def test_lists_of_means_interfaces_negations_and_history_claim_nothing(body: str) -> None:
@@ -185,3 +191,17 @@ def test_fixing_a_gpu_panic_of_listed_ops_claims_each_op(failure: str) -> None:
 
 def test_a_panic_of_the_host_is_no_gpu_work() -> None:
     assert claimed("Core:\n- Fix scale, shift and roll panics on empty input\n") == {}
+
+
+def test_an_item_that_names_a_member_of_a_counted_head_before_a_colon_claims_it() -> None:
+    body = (
+        "Ops refactored (2 ops now GPU-native):\n- scale: one mul per element\n- shift: one add per element\n"
+    )
+    assert claimed(body, title="GPU op pass") == {"scale": True, "shift": False}
+
+
+def test_a_listed_host_helper_in_a_gpu_crate_is_no_gpu_op() -> None:
+    helpers = "pub fn pool_take(len: usize) -> usize { len * 4 }\npub fn pool_return(len: usize) -> usize { len / 4 }\n"
+    files = {"gpu/src/pool.rs": helpers}
+    body = "GPU allocator (2 fixes):\n- Consistent byte_size computation in pool_take/pool_return\n"
+    assert run_review(files, body=body, title="fix: allocator QA").claims == []

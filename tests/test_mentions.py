@@ -101,3 +101,17 @@ def test_the_meta_device_is_no_gpu_context() -> None:
     assert found.claims == []
     found = run_review(FILES, body="gpu_scale gets a check at the top.", title="feat: device propagation")
     assert [c.subject for c in found.claims] == ["gpu_scale"]
+
+
+def test_a_kernel_of_the_host_is_no_gpu_context() -> None:
+    # A sentence that puts its kernel on the host (a CPU target, the host) and names no
+    # device speaks of host code, whatever the changed functions it names.
+    for body in (
+        "gpu_scale with Target::CpuC now compiles C source and runs the native kernel.",
+        "gpu_scale now runs the native kernel on the host.",
+    ):
+        assert run_review(FILES, body=body, title="feat(jit): compile caching").claims == []
+    found = run_review(
+        FILES, body="gpu_scale now runs the native kernel.", title="feat(jit): compile caching"
+    )
+    assert [c.subject for c in found.claims] == ["gpu_scale"]

@@ -106,6 +106,11 @@ def test_a_test_gated_on_a_gpu_feature_is_a_gpu_test_whatever_else_it_negates(
         "layer norm now runs on the GPU",
         "## Summary\n- **LayerNorm** now runs on the GPU\n",
         "It is now possible to run layer norm on the GPU.",
+        # A negation in an aside negates nothing the sentence claims.
+        "LayerNorm (native, no host round-trip) now runs on the GPU.",
+        # The library is the means of the nearest thing named, past the clauses before it.
+        "Faster casts (works on old cards, no special hardware needed), and layer_norm via cuBLAS.",
+        "Added a differentiable layer norm with GPU-aware backward.",
     ],
 )
 def test_claim_phrasings_resolve_to_the_changed_function(body: str) -> None:
@@ -144,6 +149,8 @@ def test_claim_naming_nothing_changed_is_unverifiable() -> None:
         "We will port LayerNorm to CUDA in a follow-up.",
         "```\nImplemented LayerNorm on GPU\n```",
         "> Implemented LayerNorm on GPU (quoting the issue)",
+        # A plan in an aside: the aside is all there is of the claim.
+        "Its existing path is untouched (a follow-up could add a GPU layer norm similarly).",
     ],
 )
 def test_negations_plans_underclaims_and_quotes_are_not_claims(body: str) -> None:
@@ -2185,6 +2192,7 @@ _WGPU_UNTESTED = {
     [
         ("Add int8 matmul shader.", [("int8 matmul", False)]),  # names nothing the diff changes
         ("Add softmax shader (untested)", [("softmax", False)]),
+        ("Add wgpu softmax shader + docs", [("softmax", False)]),  # docs are no GPU op
     ],
 )
 def test_a_shader_is_gpu_code_like_a_kernel(title: str, expected: list[tuple[str, bool]]) -> None:
@@ -2489,6 +2497,7 @@ def test_a_title_about_the_plumbing_of_gpu_code_claims_nothing(title: str) -> No
         "reduce gpu softmax tests amount",  # the tests' settings
         "Fix flaky wgpu softmax tests with unique device IDs",  # a backend's tests of an op
         "Add `cfg_aliases` to `wgpu-core` and `wgpu-hal`",  # build configuration
+        "feat(jit): CpuC softmax JIT execution with compile caching",  # a host target by its name
     ],
 )
 def test_a_title_about_builds_files_tests_or_edits_inside_gpu_code_claims_nothing(title: str) -> None:

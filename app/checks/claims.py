@@ -60,6 +60,7 @@ _KERNEL = (
 # What an implementation of an op for a backend is called.
 _IMPLEMENTATION = rf"(?:implementation|{_KERNEL}|support|bindings?|version|variant)"
 _X = r"(?P<x>(?:[\w<>\-/+.,()' ]|::|(?<=_)\*){2,80}?)"  # `::` joins a path (Tensor::amin), one `:` ends
+_X_IN_A_CLAUSE = r"(?P<x>(?:[\w<>\-/+.()' ]|::){2,80}?)"  # no comma: one item of a list
 # A name of up to four words, all a title says before "implementation for cuda".
 _NAME_X = r"(?P<x>(?:[\w<>\-/.()']|::|(?<=_)\*)+(?:\s+(?:[\w<>\-/.()']|::|(?<=_)\*)+){0,3})"
 _END = (
@@ -80,6 +81,8 @@ CLAIM_PATTERNS = tuple(
         rf"(?:gpu|cuda|cubecl|wgpu|ptx|device)[- ](?:side\s+)?"
         rf"(?:support|kernels?|path|implementation|version|backend|forward|backward|port|dispatch)"
         rf"(?:s|es)?(?:\s+optimi[sz]ations?)?\s+(?:for|of)\s+{_X}{_END}",
+        # "Added differentiable exp/log/sin with GPU-aware backward": the backward of each
+        rf"\b{_DONE}\s+{_X}\s+with\s+(?:{_RESIDENT_ADJ}|gpu|cuda)\s+(?P<dir>backward|forward)(?:\s+pass(?:es)?)?{_END}",
         rf"\b{_X}\s+(?:(?:has|have)\s+been\s+|(?:is|are|was|were)\s+)?(?:ported|moved|implemented)\s+(?:over\s+)?"
         rf"(?:on|to|onto|in|into)\s+{_TARGET}",
         rf"\b{_X}\s+(?:on|for|in)\s+{_TARGET}\s+(?:(?:has|have)\s+been\s+|(?:is|are|was|were)\s+)?"
@@ -106,7 +109,9 @@ CLAIM_PATTERNS = tuple(
         rf"\b(?:ptx|wgsl)\s+for\s+{_X}{_END}",  # kernel source is a kernel: "hand-written PTX for X"
         rf"{_PREFIX}{_NAME_X}\s+{_IMPLEMENTATION}\s+(?:for|on|in)\s+{_TARGET}\s*[.!]?\s*$",
         rf"\b{_IMPLEMENTATION}\s+(?:of|for)\s+{_X}\s+(?:for|on|in)\s+{_TARGET}",
-        rf"\b{_X}\s+via\s+(?:cublas|cublaslt|cufft|cusolver|cudnn|nccl|cusparse|curand)\w*",
+        # "..., and gpu_matmul_bf16 via cublasGemmEx": the library is the means of the
+        # nearest thing named, not of the clauses before it.
+        rf"\b{_X_IN_A_CLAUSE}\s+via\s+(?:cublas|cublaslt|cufft|cusolver|cudnn|nccl|cusparse|curand)\w*",
         rf"\b{_X}\s+(?:gpu|cuda)\s+acceleration\b",
         rf"\b{_DONE}\s+(?:a\s+|an\s+|the\s+)?(?:missing\s+)?{_BACKEND}\s+{_X}{_END}",
         # "Select kernel from CPA to CubeCL": the kernel now lives in the GPU backend
@@ -167,6 +172,7 @@ _ON_DEVICE = re.compile(
 )
 # The words an item of a kernel list starts with, before its explanation.
 _ITEM_HEAD = re.compile(r"^[A-Za-z][\w+/ -]{0,60}?(?=\s*(?:[(:;,.]|\s[—–-]\s|$))")
+_LEADING_LABEL = re.compile(r"^\W*(?P<name>[A-Za-z_]\w*(?:::\w+)?):\s")
 _LEADING_NAME = re.compile(r"^\W*(?P<name>[A-Za-z_]\w*_\w*|[A-Z]\w*::\w+)(?=[\s:,(\[-]|$)")
 # What turns a sentence into a negation, a plan or one of the spec's underclaims.
 _NOT_A_CLAIM = re.compile(
@@ -191,6 +197,7 @@ _NOT_A_SUBJECT = re.compile(
     r"|(?:(?:gpu|cuda)\s+)?acceleration\s*$)",  # "add Metal GPU acceleration for X" is about X
     re.I,
 )
+_ASIDE = re.compile(r"\([^()]*\)")
 _ITEM = r"(?:[\w<>\-/.]|::)+(?:\s*\([^)]*\))?"  # one name, maybe with a parenthetical
 # "kernels for GELU (tanh), SiLU and ReLU": the list goes on past X, one name an item.
 _MORE_ITEMS = re.compile(
@@ -203,8 +210,11 @@ _ENDS_WITH_PREPOSITION = re.compile(r"\b(?:as|to|by|via|in|into|onto|of|on|for|w
 # "an example that runs on the GPU is a claim": a kind of thing described, not one made to
 # run ("X, which stays on-device" still says it of X).
 _RELATIVE_CLAUSE = re.compile(r"\b(?:that|who)$", re.I)
-# Tests, CI and tooling are not GPU ops ("Add a GPU CI job").
-_TEST_NAME = re.compile(r"test|_matches_|_reference\b|\bci\b|\bjobs?\b|workflow|\brunners?\b|benchmark", re.I)
+# Tests, CI, docs and tooling are not GPU ops ("Add a GPU CI job", "cuda example + doc").
+_TEST_NAME = re.compile(
+    r"test|_matches_|_reference\b|\bci\b|\bjobs?\b|workflow|\brunners?\b|benchmark|\bdocs?\b|documentation|readme",
+    re.I,
+)
 # Words around the subject that are not part of its name.
 _SUBJECT_NOISE = re.compile(
     r"\([^)]*\)|<[^>]*>|\b(?:the|a|an|fused|native|new|all|both|full|fully|its|our|existing|"
@@ -523,7 +533,14 @@ def _members(text: str, in_list: bool, about_gpu: bool) -> list[str]:
     colon or after the colon of its own sentence; soft claims, kept when they resolve."""
     head = _counted_head(text)
     start = head.end() if head else 0
-    if not (about_gpu and (head or in_list)) or not _NAME_LIST.fullmatch(text, start):
+    if not (about_gpu and (head or in_list)):
+        return []
+    # "- BCEWithLogitsLoss: sigmoid + sub + mul" under "4 losses now GPU-native:": an
+    # item that names its member before a colon.
+    label = _LEADING_LABEL.match(text) if in_list else None
+    if label and _names_something(label.group("name")):
+        return [label.group("name")]
+    if not _NAME_LIST.fullmatch(text, start):
         return []
     return [n for n in re.split(_LIST_SEPARATOR, text[start:].strip(" .")) if _names_something(n)]
 
@@ -557,7 +574,10 @@ def _clause_claims(clause: str, line: int) -> list[Claim]:
             found = pattern.search(clause)
             if not found or any(in_quotes(clause, at, at) for at in (found.start(), found.end() - 1)):
                 continue  # "the 'X on CUDA added' shape", "'Add the Vulkan device' says ..": quoted, not said
-            if _NOT_A_CLAIM.search(clause[: found.end()]) or HOST_WORD.search(found.group()):
+            # A negation in an aside ("(works on sm_52+, no special hardware needed)",
+            # "(native, no host round-trip)") negates nothing the clause claims.
+            said = _without_asides(clause[: found.end()], found.start())
+            if _NOT_A_CLAIM.search(said) or HOST_WORD.search(_ASIDE.sub(" ", found.group())):
                 return []
             groups = found.groupdict()
             weak = soft and not groups.get("done")  # "implement X GPU kernel" says it outright
@@ -577,6 +597,12 @@ def _clause_claims(clause: str, line: int) -> list[Claim]:
                     claims.extend(_clause_claims(item, line))
                 return claims
     return []
+
+
+def _without_asides(text: str, claim_start: int) -> str:
+    """The text without its parentheticals, except one the claim starts inside ("(a
+    follow-up could add a GPU backward similarly)" says it all in its aside)."""
+    return _ASIDE.sub(lambda aside: aside.group() if aside.start() < claim_start < aside.end() else " ", text)
 
 
 def _items_after(clause: str, end: int) -> list[str]:
@@ -676,6 +702,10 @@ def judge(
         # A title's "fused single-pass sigmoid/tanh kernels" of host code: kernels of the
         # CPU (a list under a head takes the head's word for the place of its work).
         claim.functions = [f for f in claim.functions if _touches_the_gpu(f, findings)]
+    if claim.soft and claim.listed:
+        # "Consistent byte_size computation in pool_take/pool_return" under "GPU
+        # allocator:": a listed name of a host helper in a GPU crate is no GPU op.
+        claim.functions = [f for f in claim.functions if not _host_helper_in_a_gpu_crate(f, findings)]
     if not claim.functions:
         if claim.soft:
             return  # a weak shape that names nothing changed: not taken as a claim
@@ -832,14 +862,21 @@ def _host_twin(item: IndexedFunction) -> bool:
     )
 
 
+def _host_helper_in_a_gpu_crate(item: IndexedFunction, findings: list[Finding]) -> bool:
+    """GPU code by its place alone: neither its name nor its signature says GPU, it
+    has no backend evidence and no code finding (an allocator's `pool_take` is host
+    bookkeeping in the GPU crate)."""
+    return item.gpu_location and not (item.claim or item.evidence or _has_a_finding(item, findings))
+
+
+def _has_a_finding(item: IndexedFunction, findings: list[Finding]) -> bool:
+    return any(f.path == item.path and item.fn.line <= f.line <= item.fn.end_line for f in findings)
+
+
 def _touches_the_gpu(item: IndexedFunction, findings: list[Finding]) -> bool:
     """GPU code by its name or place, backend evidence, or a code finding (the
     analyzer flags only code that handles GPU work)."""
-    return (
-        item.is_gpu_code
-        or bool(item.evidence)
-        or any(f.path == item.path and item.fn.line <= f.line <= item.fn.end_line for f in findings)
-    )
+    return item.is_gpu_code or bool(item.evidence) or _has_a_finding(item, findings)
 
 
 def _named(claim: Claim, subject: list[str], candidates: list[IndexedFunction]) -> list[IndexedFunction]:

@@ -59,6 +59,14 @@ _NOT_OPS_AFTER = re.compile(
     r"|flags?|tests?|bindings?|variants?|enums?|traits?|modules?|crates?|files?)\b",
     re.I,
 )
+# "CaptureMode::{Global, ThreadLocal}", "guard type with begin / finish": the variants
+# or the methods of one type, not GPU ops.
+_MEMBERS_OF_A_TYPE = re.compile(
+    r"::\s*\{\s*$|\b(?:types?|structs?|enums?|traits?|guards?|wrappers?)\s+with\s+$", re.I
+)
+# Where the phrases of a list begin: a colon, a dash or a parenthesis ("Wave 4 — ").
+_LIST_START = re.compile(r"[:(—–]\s*|\s-\s")
+_MOST_WORDS_OF_AN_ITEM = 4
 # Words that list dtypes, devices or places rather than ops.
 _NOT_AN_OP = frozenset(
     """cpu gpu host device cuda wgpu metal rocm vulkan opencl f16 bf16 f32 f64 i32 i64 u8 u16 u32 u64 half
@@ -76,17 +84,18 @@ def enumerated_subjects(text: str, head_about_gpu: bool) -> list[tuple[str, bool
     found: dict[str, bool] = {}
     text = _COMMIT_PREFIX.sub("", text)
     for listing in (*_COMMA_LIST.finditer(text), *_SLASH_LIST.finditer(text)):
-        if (
-            listing.re is _COMMA_LIST
-            and listing.group().count(",") + len(_LAST_ITEM.findall(listing.group())) < 2
-        ):
-            continue  # "X, Y" is too often two clauses; a list has three items
+        # "X, Y" is too often two clauses; a list has three items, counted outside their
+        # parentheticals ("compiler (cc/gcc, or $CC), loads it" has two).
+        outer = _PARENTHETICAL.sub("", listing.group())
+        if listing.re is _COMMA_LIST and outer.count(",") + len(_LAST_ITEM.findall(outer)) < 2:
+            continue
         before, after = text[: listing.start()], text[listing.end() :]
         if (
             _NOT_DONE.search(before)
             or MEANS_BEFORE.search(before)
             or _NOT_OPS_AFTER.match(after)
             or _CALL_OPEN.search(before)
+            or _MEMBERS_OF_A_TYPE.search(before)
         ):
             continue
         # The head may span clauses ("sites enumerated + wired: A, B, C"); the context
@@ -97,14 +106,29 @@ def enumerated_subjects(text: str, head_about_gpu: bool) -> list[tuple[str, bool
         )
         clause_start = max((m.end() for m in _CLAUSE.finditer(before)), default=0)
         clause_end = next((listing.end() + m.start() for m in _CLAUSE.finditer(after)), len(text))
-        # A GPU word inside the list is one of its items ("..., GRU, f64 GPU"), no context.
-        rest = text[clause_start : listing.start()] + text[listing.end() : clause_end]
+        # A GPU word inside the list is one of its items ("..., GRU, f64 GPU"), no context;
+        # so is one in the phrases the list runs on from.
+        items_start = _earlier_items(before, clause_start)
+        rest = text[clause_start:items_start] + text[listing.end() : clause_end]
         about_gpu = head_about_gpu or bool(GPU_WORD.search(rest))
         if not claimed and not (about_gpu and not _NOT_DONE.search(rest)):
             continue
         for name in _items(listing.group()):
             found.setdefault(name, not claimed)
     return list(found.items())
+
+
+def _earlier_items(before: str, clause_start: int) -> int:
+    """Where a list begins that runs on from phrases before the names it gives ("Wave 4
+    — FlashAttention GPU, gradient penalty, PagedAttention, GGUF" lists four things, of
+    which "penalty, PagedAttention, GGUF" are names): at the colon, dash or parenthesis
+    before those phrases, when each is a few words long; else where the names begin."""
+    starts = [m.end() for m in _LIST_START.finditer(before, clause_start)]
+    start = starts[-1] if starts else clause_start
+    phrases = before[start:].split(",")
+    if len(phrases) > 1 and all(len(p.split()) <= _MOST_WORDS_OF_AN_ITEM for p in phrases):
+        return start
+    return len(before)
 
 
 def _items(listing: str) -> list[str]:

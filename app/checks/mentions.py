@@ -20,7 +20,16 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from app.checks.claims import Claim
-from app.checks.prose import GPU_WORDS, MEANS_BEFORE, NOT_DONE_WORK, PLUMBING_NAME, Sentence, subject_words
+from app.checks.prose import (
+    DEVICE_WORD,
+    GPU_WORDS,
+    HOST_WORD,
+    MEANS_BEFORE,
+    NOT_DONE_WORK,
+    PLUMBING_NAME,
+    Sentence,
+    subject_words,
+)
 from app.checks.workspace import IndexedFunction
 
 _IDENTIFIER = re.compile(r"(?<![\w:])[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
@@ -41,6 +50,14 @@ _PLAN_HEAD = re.compile(
     r"|known (?:issues|gaps|limitations)|limitations|remaining|deferred|open questions)\b",
     re.I,
 )
+
+
+def _said_of_the_gpu(text: str) -> bool:
+    """The sentence speaks of GPU work: a kernel of a sentence about the host and no
+    device ("compiles C source for InductorTarget::CpuC and dispatches to the native
+    kernel") is the host's."""
+    on_the_host = bool(HOST_WORD.search(text)) and not DEVICE_WORD.search(text)
+    return bool(_GPU_CONTEXT.search(text)) and not on_the_host
 
 
 def _is_gpu_op(function: IndexedFunction) -> bool:
@@ -112,7 +129,7 @@ def mentioned_claims(
             head_is_gpu = bool(_GPU_CONTEXT.search(text))
         if sentence.line in planned or NOT_DONE_WORK.search(text):
             continue
-        gpu_context = _GPU_CONTEXT.search(text) or (sentence.bullet and head_is_gpu) or title_is_gpu
+        gpu_context = _said_of_the_gpu(text) or (sentence.bullet and head_is_gpu) or title_is_gpu
         if not gpu_context:
             continue
         for mention in _IDENTIFIER.finditer(text):
