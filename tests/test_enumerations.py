@@ -55,6 +55,7 @@ def test_a_list_in_running_text_claims_the_items_that_name_changed_functions(bod
         "Vectorizable scale/shift/roll kernels replace scalar libm calls.",  # host code
         "GpuMode::{scale, shift, roll} typed wrapper over the driver's modes.",  # a type's variants
         "GpuGuard RAII type with scale / shift / roll on the GPU stream.",  # a type's methods
+        "GPU pool statistics tracking (scale, shift, roll, hits/misses).",  # a record's fields
         # A list that runs on from phrases before it: the GPU word is one item's.
         "Wave 4 — attention GPU, gradient scale, shift, roll.",
         # Two items: a comma inside a parenthetical separates none of the list's.

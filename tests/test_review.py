@@ -2498,6 +2498,9 @@ def test_a_title_about_the_plumbing_of_gpu_code_claims_nothing(title: str) -> No
         "Fix flaky wgpu softmax tests with unique device IDs",  # a backend's tests of an op
         "Add `cfg_aliases` to `wgpu-core` and `wgpu-hal`",  # build configuration
         "feat(jit): CpuC softmax JIT execution with compile caching",  # a host target by its name
+        "Add wgpu softmax benches",  # benchmarks
+        "fix softmax_profile to compile with metal",  # a build fix
+        "Add new CUDA default path for Ubuntu 24.04",  # where the toolkit is installed
     ],
 )
 def test_a_title_about_builds_files_tests_or_edits_inside_gpu_code_claims_nothing(title: str) -> None:

@@ -210,9 +210,11 @@ _ENDS_WITH_PREPOSITION = re.compile(r"\b(?:as|to|by|via|in|into|onto|of|on|for|w
 # "an example that runs on the GPU is a claim": a kind of thing described, not one made to
 # run ("X, which stays on-device" still says it of X).
 _RELATIVE_CLAUSE = re.compile(r"\b(?:that|who)$", re.I)
-# Tests, CI, docs and tooling are not GPU ops ("Add a GPU CI job", "cuda example + doc").
+# Tests, CI, benchmarks, docs and tooling are not GPU ops ("Add a GPU CI job", "cuda
+# example + doc", "Perf/wgpu/benches").
 _TEST_NAME = re.compile(
-    r"test|_matches_|_reference\b|\bci\b|\bjobs?\b|workflow|\brunners?\b|benchmark|\bdocs?\b|documentation|readme",
+    r"test|_matches_|_reference\b|\bci\b|\bjobs?\b|workflow|\brunners?\b|benchmark|\bbench(?:es)?\b"
+    r"|\bdocs?\b|documentation|readme",
     re.I,
 )
 # Words around the subject that are not part of its name.
@@ -255,6 +257,9 @@ _UPKEEP = re.compile(
     r"|cargo|rerun-if-changed|when\s+(?:building|compiling)|(?:static\s+)?linking"
     r"|(?:avoid|skip|stop)\w*\s+(?:compil|build|link)\w*"  # "Avoid compiling any OpenCL on macos"
     r"|fix(?:es|ed|ing)?\s+(?:the\s+|a\s+)?(?:build|compil\w*))\b"  # "Fix build for cuda graph"
+    r"|\bto\s+(?:compile|build|link)\b"  # "fix metal_profile to compile with metal"
+    # "Add new CUDA default path for Ubuntu 24.04": where the toolkit is installed
+    r"|\b(?:default|install\w*|library|lib|include|search|toolkit|sdk)\s+paths?\b"
     # "Port some compiletests", "reduce bitonic shuffle test iterations": the tests' own settings
     r"|\b(?:compile|unit|integration|smoke|regression)[- ]?tests?\b"
     r"|\btests?\s+(?:iterations?|sizes?|tolerances?|timeouts?|param\w*|inputs?|data|amounts?|counts?|numbers?|cases)\b"

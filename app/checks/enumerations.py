@@ -59,10 +59,13 @@ _NOT_OPS_AFTER = re.compile(
     r"|flags?|tests?|bindings?|variants?|enums?|traits?|modules?|crates?|files?)\b",
     re.I,
 )
-# "CaptureMode::{Global, ThreadLocal}", "guard type with begin / finish": the variants
-# or the methods of one type, not GPU ops.
+# "CaptureMode::{Global, ThreadLocal}", "guard type with begin / finish", "Statistics
+# tracking (allocated, peak, reserved)": the variants or the methods of one type, or
+# the fields of a record, not GPU ops.
 _MEMBERS_OF_A_TYPE = re.compile(
-    r"::\s*\{\s*$|\b(?:types?|structs?|enums?|traits?|guards?|wrappers?)\s+with\s+$", re.I
+    r"::\s*\{\s*$|\b(?:types?|structs?|enums?|traits?|guards?|wrappers?)\s+with\s+$"
+    r"|\b(?:stat(?:s|istics)|metrics|counters|fields|options|settings|flags|param(?:eter)?s)\b[\w\s-]{0,20}\([^()]*$",
+    re.I,
 )
 # Where the phrases of a list begin: a colon, a dash or a parenthesis ("Wave 4 — ").
 _LIST_START = re.compile(r"[:(—–]\s*|\s-\s")
