@@ -81,7 +81,7 @@ CLAIM_PATTERNS = tuple(
         rf"(?:gpu|cuda|cubecl|wgpu|ptx|device)[- ](?:side\s+)?"
         rf"(?:support|kernels?|path|implementation|version|backend|forward|backward|port|dispatch)"
         rf"(?:s|es)?(?:\s+optimi[sz]ations?)?\s+(?:for|of)\s+{_X}{_END}",
-        # "Added differentiable exp/log/sin with GPU-aware backward": the backward of each
+        # "Added differentiable exp/log/sin with GPU-aware backward" claims the backward of each
         rf"\b{_DONE}\s+{_X}\s+with\s+(?:{_RESIDENT_ADJ}|gpu|cuda)\s+(?P<dir>backward|forward)(?:\s+pass(?:es)?)?{_END}",
         rf"\b{_X}\s+(?:(?:has|have)\s+been\s+|(?:is|are|was|were)\s+)?(?:ported|moved|implemented)\s+(?:over\s+)?"
         rf"(?:on|to|onto|in|into)\s+{_TARGET}",
@@ -172,6 +172,7 @@ _ON_DEVICE = re.compile(
 )
 # The words an item of a kernel list starts with, before its explanation.
 _ITEM_HEAD = re.compile(r"^[A-Za-z][\w+/ -]{0,60}?(?=\s*(?:[(:;,.]|\s[—–-]\s|$))")
+# "- BCEWithLogitsLoss: sigmoid + sub + mul": the name an item gives before its colon.
 _LEADING_LABEL = re.compile(r"^\W*(?P<name>[A-Za-z_]\w*(?:::\w+)?):\s")
 _LEADING_NAME = re.compile(r"^\W*(?P<name>[A-Za-z_]\w*_\w*|[A-Z]\w*::\w+)(?=[\s:,(\[-]|$)")
 # What turns a sentence into a negation, a plan or one of the spec's underclaims.
@@ -197,7 +198,7 @@ _NOT_A_SUBJECT = re.compile(
     r"|(?:(?:gpu|cuda)\s+)?acceleration\s*$)",  # "add Metal GPU acceleration for X" is about X
     re.I,
 )
-_ASIDE = re.compile(r"\([^()]*\)")
+_ASIDE = re.compile(r"\([^()]*\)")  # a parenthetical: "(native, no round-trip)"
 _ITEM = r"(?:[\w<>\-/.]|::)+(?:\s*\([^)]*\))?"  # one name, maybe with a parenthetical
 # "kernels for GELU (tanh), SiLU and ReLU": the list goes on past X, one name an item.
 _MORE_ITEMS = re.compile(
@@ -875,6 +876,7 @@ def _host_helper_in_a_gpu_crate(item: IndexedFunction, findings: list[Finding]) 
 
 
 def _has_a_finding(item: IndexedFunction, findings: list[Finding]) -> bool:
+    """A code finding lies in the function's body."""
     return any(f.path == item.path and item.fn.line <= f.line <= item.fn.end_line for f in findings)
 
 
