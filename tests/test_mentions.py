@@ -115,3 +115,11 @@ def test_a_kernel_of_the_host_is_no_gpu_context() -> None:
         FILES, body="gpu_scale now runs the native kernel.", title="feat(jit): compile caching"
     )
     assert [c.subject for c in found.claims] == ["gpu_scale"]
+
+
+def test_an_accessor_of_a_gpu_type_is_no_gpu_op() -> None:
+    # "for alloc_len" names a field that a one-line accessor returns: no GPU work.
+    buffer = "impl CudaBuffer {\n    pub fn alloc_len(&self) -> usize {\n        self.alloc_len\n    }\n}\n"
+    files = {**FILES, "gpu/src/buffer.rs": buffer}
+    body = "GPU allocator (2 fixes):\n- Fresh allocations use round_len(len) for alloc_len\n"
+    assert run_review(files, body=body, title="fix: allocator QA").claims == []
