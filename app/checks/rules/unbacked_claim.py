@@ -38,13 +38,17 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     Other titles ("feat: implement HardSigmoid operation", "Feature/silu") are a claim
     only where the diff's GPU code names the op, as a function or as the string it
     dispatches on (`"HardSigmoid" =>`). Upkeep titles (refactors, renames, docs,
-    bumps, a backend's tests ("GPU pool tests"), CI, docker images, debug output, and
-    such parts of a title after a comma or "&"), titles that disable something, code
-    for PyTorch's meta device, and subjects that are the plumbing around GPU code ("the
-    cuda panic", "compute cap from env", "the Metal workspace setting", "add cuda
-    structure") claim nothing. A
+    bumps, a backend's tests ("GPU pool tests"), benches, CI, docker images, debug
+    output, build fixes and toolkit paths, and such parts of a title after a comma or
+    "&"), titles that disable something, code for PyTorch's meta device or a host
+    target (`InductorTarget::CpuC`), and subjects that are the plumbing around GPU code
+    ("the cuda panic", "compute cap from env", "the Metal workspace setting", "add cuda
+    structure") claim nothing. A negation in a parenthetical aside ("(native, no
+    round-trip)") does not negate the sentence's claim. A list of a type's variants or
+    methods or a record's fields is no list of ops. A
     function the description names is claimed only when it presents itself as GPU code
-    or does GPU work: a host helper of a GPU crate (an allocator's `round_len`) is not.
+    or does GPU work: a host helper of a GPU crate (an allocator's `round_len`,
+    `pool_take`) or an accessor (`CudaBuffer::alloc_len`) is not.
     A test counts for 4d when it reaches the function by the same call resolution
     (nothing calls a `#[test]`, so a CPU test named `softmax` does not carry a GPU
     test's call of `ops::softmax` into the CUDA kernel) and runs on a GPU: it builds a
