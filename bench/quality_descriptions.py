@@ -26,7 +26,9 @@ kinds of case:
   ``heldout36_vllmrs``; tracel-ai/cubecl again for ``heldout37_cubecl``;
   forecast-bio/ferrotorch again for ``heldout38_ferrotorch`` and ``heldout40_ferrotorch``;
   tracel-ai/burn again for ``heldout39_burn``; EricLBuehler/mistral.rs again for
-  ``heldout41_mistral``;
+  ``heldout41_mistral``; tracel-ai/burn and huggingface/candle again for ``heldout42_burn``
+  and ``heldout43_candle``; forecast-bio/ferrotorch and EricLBuehler/mistral.rs again for
+  ``heldout44_ferrotorch`` and ``heldout45_mistral``;
   a file the mirror lacks, such as a large compiled ``.ptx``, is left out of the case's
   tree with a note on stderr). The description is the commit message (read from the git
   dir at run time, never stored in this repository; a GitHub merge commit's body is the

@@ -53,6 +53,7 @@ def test_a_list_in_running_text_claims_the_items_that_name_changed_functions(bod
         "The GPU ops' unwrap sites in scale, shift and roll now return errors.",
         "gpu_apply<R>(scale, shift, roll) -> Tensor dispatches the GPU kernel.",  # a signature's parameters
         "Vectorizable scale/shift/roll kernels replace scalar libm calls.",  # host code
+        "Dedicated scale/shift/roll SIMD kernels in simd/portable.rs.",  # the CPU's vector units
         "GpuMode::{scale, shift, roll} typed wrapper over the driver's modes.",  # a type's variants
         "GpuGuard RAII type with scale / shift / roll on the GPU stream.",  # a type's methods
         "GPU pool statistics tracking (scale, shift, roll, hits/misses).",  # a record's fields
@@ -206,3 +207,16 @@ def test_a_listed_host_helper_in_a_gpu_crate_is_no_gpu_op() -> None:
     files = {"gpu/src/pool.rs": helpers}
     body = "GPU allocator (2 fixes):\n- Consistent byte_size computation in pool_take/pool_return\n"
     assert run_review(files, body=body, title="fix: allocator QA").claims == []
+
+
+def test_a_listed_function_of_a_cpu_backend_is_no_gpu_op() -> None:
+    # The only GPU word is "kernels", the CPU backend's own; its ops do no GPU work.
+    ops = "".join(
+        f"pub fn {op}(x: &[i64]) -> Vec<i64> {{ x.to_vec() }}\n" for op in ("gather", "select", "scatter")
+    )
+    body = "gather, select and scatter each carried an assert that contradicted what the kernels accept."
+    assert run_review({"flex/src/int.rs": ops}, body=body, title="Drop the I64 asserts").claims == []
+    # Under a device word the same names are the ops claimed, and they do no GPU work.
+    on_the_gpu = "gather, select and scatter now keep their GPU storage."
+    claims = run_review({"flex/src/int.rs": ops}, body=on_the_gpu, title="Drop the I64 asserts").claims
+    assert {c.subject: c.backed for c in claims} == {"gather": False, "select": False, "scatter": False}

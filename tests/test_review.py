@@ -179,6 +179,7 @@ def test_negations_plans_underclaims_and_quotes_are_not_claims(body: str) -> Non
         "If the GPU is unavailable it falls back to the CPU. Follow-up: #12.",
         "gpu_scale keeps its CPU round-trip fallbacks if the module fails to load.",
         "It's a CPU fallback, isn't it?",  # apostrophes quote nothing
+        "Softmax gets a graceful fallback when the kernel fails to build.",  # the kernel's
     ],
 )
 def test_forbidden_phrasings_are_flagged(body: str) -> None:
@@ -216,6 +217,8 @@ def test_best_effort_support_is_both_a_forbidden_phrasing_and_a_claim() -> None:
         "apply_sgd falls through to the existing CPU path when param.is_cpu().",  # CPU inputs
         "gpu_add tries the vec4 kernel first, with automatic fallback to the scalar kernel.",
         "Ring allreduce, with automatic fallback to star topology for non-mesh backends.",
+        # A fallback of something that is neither the GPU nor the host.
+        "Phase 12's graceful fallback in conformance_tests.rs simplified back to direct fvec().",
         # A limitation stated as a gap, with its next step: a gap report, not a phrasing.
         "With grouped or dilated configurations, the dispatch falls through to the CPU "
         "implementation. Wiring groups through gpu_conv2d is tracked as #1003.",
@@ -2087,9 +2090,10 @@ def test_a_list_under_a_head_of_a_gpu_title_is_gpu_work() -> None:
         """
     title = "fix: GPU safety audit"
     claims = run_review({"nn/src/norm.rs": NORM_BACKWARD}, body=body, title=title).claims
-    # The list says "backward": the backward passes are the ops claimed; they launch nothing.
+    # The list says "backward": the backward passes, which put the gradient on the device,
+    # are the ops claimed; they launch nothing. The host-only `GroupNorm::forward` is none.
     assert [(c.subject, [f.fn.qualname for f in c.functions], c.backed) for c in claims] == [
-        ("GroupNorm", ["GroupNormBackward::backward", "GroupNorm::forward"], False),
+        ("GroupNorm", ["GroupNormBackward::backward"], False),
         ("RMSNorm", ["RMSNormBackward::backward"], False),
     ]
     # The same list under a title that is not about the GPU claims nothing, nor does an
@@ -2501,6 +2505,9 @@ def test_a_title_about_the_plumbing_of_gpu_code_claims_nothing(title: str) -> No
         "Add wgpu softmax benches",  # benchmarks
         "fix softmax_profile to compile with metal",  # a build fix
         "Add new CUDA default path for Ubuntu 24.04",  # where the toolkit is installed
+        "Add vulkan in example",  # an example program's
+        "Move the softmax tensor to device in the trocr example",
+        "Only support the contiguous case for wgpu softmax.",  # a restriction
     ],
 )
 def test_a_title_about_builds_files_tests_or_edits_inside_gpu_code_claims_nothing(title: str) -> None:
@@ -2547,6 +2554,7 @@ def test_declaring_a_drivers_functions_is_no_gpu_work() -> None:
         "Add more softmax functions from torch::wgpu",  # a C++ namespace, no comparison with PyTorch
         "Fix softmax shader on wgpu & pypi readme",  # the readme is upkeep of its own
         "wgpu: softmax shader, tiling fix, regression tests",  # so are the tests it lists
+        "Use SIMD-group reductions in the softmax shader on wgpu",  # the GPU's SIMD groups
     ],
 )
 def test_a_title_that_puts_an_op_on_the_gpu_still_claims_it(title: str) -> None:
@@ -3000,3 +3008,31 @@ def test_a_claim_about_device_memory_is_backed_by_the_driver_copy_it_makes() -> 
     # "Zero-copy" says no copy is made: a view, whose work is not the driver's copy.
     (claim,) = _claims_of_lines(as_an_op, touched, "Implemented zero-copy `softmax_async` views on the GPU.")
     assert not claim.backed
+
+
+_RESIZE_WITH_A_DEFERRED_BACKWARD = {
+    "src/lib.rs": KERNEL.replace("gpu_scale", "gpu_resize")
+    .replace('"scale"', '"resize"')
+    .replace(
+        "        Ok(())",
+        "        record_grad(move |g: &CudaSlice<f32>| resize_backward(g));\n        Ok(())",
+    )
+    + """
+    pub fn resize_backward(grad: &CudaSlice<f32>) -> Result<(), GpuError> {
+        panic!("resize backward is not supported on the GPU yet")
+    }
+    """,
+    "tests/gpu.rs": GPU_TEST.replace("gpu_scale", "gpu_resize"),
+}
+
+
+def test_a_forward_claim_does_not_answer_for_the_backward_stub_it_registers() -> None:
+    # The stub is the backward's gap (a gap report's matter), not the forward kernel's.
+    (forward,) = run_review(
+        _RESIZE_WITH_A_DEFERRED_BACKWARD, body="", title="Implement resize on the GPU"
+    ).claims
+    assert forward.backed, forward.missing
+    (backward,) = run_review(
+        _RESIZE_WITH_A_DEFERRED_BACKWARD, body="", title="Implement resize backward on the GPU"
+    ).claims
+    assert any("deferred-kernel" in m for m in backward.missing)

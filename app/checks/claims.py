@@ -183,6 +183,8 @@ _NOT_A_CLAIM = re.compile(
     r"|torch(?!::)"  # a comparison with PyTorch; `torch::cuda` is the C++ library's namespace
     r"|drop(?:ped|s)?(?!\s+(?:with|in|on|when|under)\b)"  # not "a performance drop with Metal"
     r"|pre-?existing|already|disabl\w*|wip|work\s+in\s+progress|initial\s+work)\b"  # work begun is not done
+    # "Only support the contiguous case for cublas matmul": a restriction, no new work
+    r"|\bonly\s+(?:supports?|accepts?|allows?|handles?)\b|\bsupports?\s+only\b"
     r"|\bnext(?:\s+steps?)?\s*:|\btests?\s+(?:for|of|cover\w*)\b"
     rf"|\bskip(?:s|ped|ping)?\s+(?:the\s+)?(?:gpu|{_BACKENDS}|{_KERNEL})\b"  # "skip Metal kernels when .."
     # "Added empty backend to Metal": a backend or kernel that does nothing is no GPU work.
@@ -199,6 +201,8 @@ _NOT_A_SUBJECT = re.compile(
     re.I,
 )
 _ASIDE = re.compile(r"\([^()]*\)")  # a parenthetical: "(native, no round-trip)"
+# "Move image tensor to device in trocr example": the work done is an example's.
+_IN_AN_EXAMPLE = re.compile(r"\s*in\s+(?:the\s+|an?\s+)?(?:[\w-]+\s+)?examples?\b", re.I)
 _ITEM = r"(?:[\w<>\-/.]|::)+(?:\s*\([^)]*\))?"  # one name, maybe with a parenthetical
 # "kernels for GELU (tanh), SiLU and ReLU": the list goes on past X, one name an item.
 _MORE_ITEMS = re.compile(
@@ -261,6 +265,8 @@ _UPKEEP = re.compile(
     r"|\bto\s+(?:compile|build|link)\b"  # "fix metal_profile to compile with metal"
     # "Add new CUDA default path for Ubuntu 24.04": where the toolkit is installed
     r"|\b(?:default|install\w*|library|lib|include|search|toolkit|sdk)\s+paths?\b"
+    # "Add vulkan in example": work in an example program, which is support code
+    r"|\bin\s+(?:the\s+|an?\s+)?(?:[\w-]+\s+)?examples?\b"
     # "Port some compiletests", "reduce bitonic shuffle test iterations": the tests' own settings
     r"|\b(?:compile|unit|integration|smoke|regression)[- ]?tests?\b"
     r"|\btests?\s+(?:iterations?|sizes?|tolerances?|timeouts?|param\w*|inputs?|data|amounts?|counts?|numbers?|cases)\b"
@@ -311,6 +317,7 @@ _REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
 # negation negates the case, not the claim.
 _CONDITION = re.compile(r"\s+(?:when|if|unless|whenever)\b.*", re.I)
 _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
+_PLACES_ON_THE_DEVICE = re.compile(r"^(?:to|into)_(?:device|gpu|cuda|metal|wgpu)$|^(?:cuda|gpu)$")
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
 _FALLBACK = re.compile(r"\bfall(?:s|ing)?[- ]?backs?\b", re.I)
 _SET_UP_NAME = re.compile(rf"{PLUMBING_NAME.pattern}|^(?:init|setup|register|configure|load)(?:_|$)")
@@ -583,7 +590,11 @@ def _clause_claims(clause: str, line: int) -> list[Claim]:
             # A negation in an aside ("(works on sm_52+, no special hardware needed)",
             # "(native, no host round-trip)") negates nothing the clause claims.
             said = _without_asides(clause[: found.end()], found.start())
-            if _NOT_A_CLAIM.search(said) or HOST_WORD.search(_ASIDE.sub(" ", found.group())):
+            if (
+                _NOT_A_CLAIM.search(said)
+                or HOST_WORD.search(_ASIDE.sub(" ", found.group()))
+                or _IN_AN_EXAMPLE.match(clause, found.end())
+            ):
                 return []
             groups = found.groupdict()
             weak = soft and not groups.get("done")  # "implement X GPU kernel" says it outright
@@ -709,9 +720,18 @@ def judge(
         # CPU (a list under a head takes the head's word for the place of its work).
         claim.functions = [f for f in claim.functions if _touches_the_gpu(f, findings)]
     if claim.soft and claim.listed:
-        # "Consistent byte_size computation in pool_take/pool_return" under "GPU
-        # allocator:": a listed name of a host helper in a GPU crate is no GPU op.
-        claim.functions = [f for f in claim.functions if not _host_helper_in_a_gpu_crate(f, findings)]
+        # A listed name that does no GPU work is no GPU op when the GPU-ness is only its
+        # place (`pool_take` of "byte_size computation in pool_take/pool_return" under
+        # "GPU allocator:", a host helper in a GPU crate) or only the word "kernel" (a CPU
+        # backend's "int_gather, int_select, ... contradicted what the kernels accept").
+        # Under a device word ("sin, cos, exp forward preserve GPU storage") it is the
+        # claimed op, and doing no GPU work is what is missing.
+        only_kernels_said = not DEVICE_WORD.search(claim.text)
+        claim.functions = [
+            f
+            for f in claim.functions
+            if _does_gpu_work(f, findings) or not (only_kernels_said or f.gpu_location)
+        ]
     if not claim.functions:
         if claim.soft:
             return  # a weak shape that names nothing changed: not taken as a claim
@@ -784,7 +804,7 @@ def judge(
                 f"{where}: no backend evidence (no {looked_for}kernel launch, BLAS call or "
                 f"kernel source, itself or through its callees) — 4a"
             )
-        for finding in _findings_reached(ws, item, held):
+        for finding in _findings_reached(ws, item, held, about_backward):
             if finding.rule in _DETOUR_RULES:
                 claim.missing.append(f"{where}: {finding.rule} at {finding.path}:{finding.line} — 4b/Step 3")
             elif finding.rule in _STUB_RULES:
@@ -868,11 +888,13 @@ def _host_twin(item: IndexedFunction) -> bool:
     )
 
 
-def _host_helper_in_a_gpu_crate(item: IndexedFunction, findings: list[Finding]) -> bool:
-    """GPU code by its place alone: neither its name nor its signature says GPU, it
-    has no backend evidence and no code finding (an allocator's `pool_take` is host
-    bookkeeping in the GPU crate)."""
-    return item.gpu_location and not (item.claim or item.evidence or _has_a_finding(item, findings))
+def _does_gpu_work(item: IndexedFunction, findings: list[Finding]) -> bool:
+    """Its name or signature says GPU, it has backend evidence, it puts data on the
+    device (`grad.to_device(self.device)` of a backward), or a code finding lies in it.
+    Its place alone does not make it GPU work: an allocator's `pool_take` is host
+    bookkeeping in the GPU crate."""
+    places = any(_PLACES_ON_THE_DEVICE.match(call.name) for call in item.fn.calls)
+    return bool(item.claim or item.evidence) or places or _has_a_finding(item, findings)
 
 
 def _has_a_finding(item: IndexedFunction, findings: list[Finding]) -> bool:
@@ -1125,17 +1147,24 @@ def _spoken_of(subject: list[str], functions: list[IndexedFunction]) -> list[Ind
     return functions if set(subject) & spoken else []
 
 
-def _findings_reached(ws: Workspace, item: IndexedFunction, findings: list[Finding]) -> list[Finding]:
+def _findings_reached(
+    ws: Workspace, item: IndexedFunction, findings: list[Finding], about_backward: bool
+) -> list[Finding]:
     """The findings in the function, and the fallbacks and stubs in the functions it
     calls: the code findings are all in changed code, and a fallback the diff adds in a
-    helper runs whenever the claimed op does. (A helper's own name is not the op's.)"""
+    helper runs whenever the claimed op does. (A helper's own name is not the op's.) A
+    claim of the forward op does not answer for a backward function's stub ("lanczos3
+    interpolation backward is not supported"): the forward op never runs it."""
     own = [f for f in findings if f.path == item.path and item.fn.line <= f.line <= item.fn.end_line]
     reached = {id(ws.functions[i]) for i in ws.reached_from([item])}
-    called = [
-        f
-        for f in findings
-        if f.rule in _INHERITED_RULES and f not in own and id(ws.enclosing(f.path, f.line)) in reached
-    ]
+    called = []
+    for finding in findings:
+        holder = ws.enclosing(finding.path, finding.line)
+        if finding.rule not in _INHERITED_RULES or finding in own or id(holder) not in reached:
+            continue
+        if holder is not None and not about_backward and _BACKWARD_NAME.search(holder.fn.qualname):
+            continue
+        called.append(finding)
     return own + called
 
 

@@ -101,8 +101,12 @@ DEVICE_WORD = re.compile(rf"\b(?:{DEVICE_WORDS})\b|Gpu[A-Z]", re.I)
 DTYPE_NAME = re.compile(r"\b(?:[fiu](?:8|16|32|64)|bf16)\b", re.I)
 # Words that put work on the host: "moved GPU tensors to CPU", "replace scalar libm",
 # "Fix non-cuda builds", "meta device propagation" (PyTorch's meta device has shapes and
-# no data: no GPU runs it), names such as "InductorTarget::CpuC" and "CpuStorage".
-HOST_WORDS = r"cpu|host|libm|non-(?:cuda|gpu|metal|wgpu|opencl)|meta[- ]devices?|(?-i:Cpu[A-Z]\w*)"
+# no data: no GPU runs it), names such as "InductorTarget::CpuC" and "CpuStorage", and
+# SIMD, the CPU's vector units ("SIMD exp kernel + rayon"; Metal's "SIMD-group" is the GPU's).
+HOST_WORDS = (
+    r"cpu|host|libm|simd(?![-\s]?groups?)|non-(?:cuda|gpu|metal|wgpu|opencl)|meta[- ]devices?"
+    r"|(?-i:Cpu[A-Z]\w*)"
+)
 HOST_WORD = re.compile(rf"\b(?:{HOST_WORDS})\b", re.I)
 # What comes next, in a gap report: "Next step: ..", "tracked as #1003", "follow-up".
 NEXT_STEP = re.compile(

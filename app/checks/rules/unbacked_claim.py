@@ -39,8 +39,10 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     only where the diff's GPU code names the op, as a function or as the string it
     dispatches on (`"HardSigmoid" =>`). Upkeep titles (refactors, renames, docs,
     bumps, a backend's tests ("GPU pool tests"), benches, CI, docker images, debug
-    output, build fixes and toolkit paths, and such parts of a title after a comma or
-    "&"), titles that disable something, code for PyTorch's meta device or a host
+    output, build fixes and toolkit paths, work in an example program ("Add vulkan in
+    example"), and such parts of a title after a comma or "&"), titles that disable
+    something or restrict it ("Only support the contiguous case for cublas matmul"),
+    code for PyTorch's meta device, SIMD or a host
     target (`InductorTarget::CpuC`), and subjects that are the plumbing around GPU code
     ("the cuda panic", "compute cap from env", "the Metal workspace setting", "add cuda
     structure") claim nothing. A negation in a parenthetical aside ("(native, no
@@ -48,7 +50,8 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     methods or a record's fields is no list of ops. A
     function the description names is claimed only when it presents itself as GPU code
     or does GPU work: a host helper of a GPU crate (an allocator's `round_len`,
-    `pool_take`) or an accessor (`CudaBuffer::alloc_len`) is not.
+    `pool_take`) or an accessor (`CudaBuffer::alloc_len`) is not, nor is an op a
+    sentence lists when its only GPU word is "kernel" (a CPU backend's kernels).
     A test counts for 4d when it reaches the function by the same call resolution
     (nothing calls a `#[test]`, so a CPU test named `softmax` does not carry a GPU
     test's call of `ops::softmax` into the CUDA kernel) and runs on a GPU: it builds a
@@ -57,7 +60,9 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     A subject no changed function names whole stands for the GPU code its most specific
     word names ("basic matmul" is `matmul`). The fallbacks and stubs held against a
     claim are those on the lines the diff writes: a fallback a changed function already
-    had is the code check's finding, not the new work's. A helper of a GPU op that
+    had is the code check's finding, not the new work's, and a claim of a forward op
+    does not answer for the stub of a backward it reaches ("lanczos3 backward is not
+    supported": the gap report's matter). A helper of a GPU op that
     launches nothing itself and moves no data (a guard, a launch plan) has its op's
     evidence: a method of a GPU type another of whose methods in the file launches, or
     a function a GPU launcher calls. A test reaches the impl of a trait method only for
