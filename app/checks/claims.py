@@ -317,6 +317,7 @@ _REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
 # negation negates the case, not the claim.
 _CONDITION = re.compile(r"\s+(?:when|if|unless|whenever)\b.*", re.I)
 _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
+# `grad.to_device(self.device)`, `x.cuda()`: a call that puts data on the device.
 _PLACES_ON_THE_DEVICE = re.compile(r"^(?:to|into)_(?:device|gpu|cuda|metal|wgpu)$|^(?:cuda|gpu)$")
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
 _FALLBACK = re.compile(r"\bfall(?:s|ing)?[- ]?backs?\b", re.I)

@@ -98,9 +98,9 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     fallback that names a target other than the host ("automatic fallback to the
     scalar kernel", "to star topology") or names no place in a sentence about neither
     the GPU nor the host ("the graceful fallback in the conformance tests"), and a
-    limitation stated as a gap: the cases
-    left on the CPU, in a description that gives the next step ("With grouped
-    configurations the dispatch falls through to the CPU. Tracked as #1003.").
+    limitation stated as a gap: the cases left on the CPU, in a description that gives
+    the next step ("With grouped configurations the dispatch falls through to the CPU.
+    Tracked as #1003.").
 
     ## Why is this bad?
     Spec Step 3, "Honest reporting vocabulary": these phrasings hide the

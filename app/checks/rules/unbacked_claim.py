@@ -42,12 +42,12 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     output, build fixes and toolkit paths, work in an example program ("Add vulkan in
     example"), and such parts of a title after a comma or "&"), titles that disable
     something or restrict it ("Only support the contiguous case for cublas matmul"),
-    code for PyTorch's meta device, SIMD or a host
-    target (`InductorTarget::CpuC`), and subjects that are the plumbing around GPU code
-    ("the cuda panic", "compute cap from env", "the Metal workspace setting", "add cuda
-    structure") claim nothing. A negation in a parenthetical aside ("(native, no
-    round-trip)") does not negate the sentence's claim. A list of a type's variants or
-    methods or a record's fields is no list of ops. A
+    code for PyTorch's meta device, SIMD or a host target (`InductorTarget::CpuC`), and
+    subjects that are the plumbing around GPU code ("the cuda panic", "compute cap from
+    env", "the Metal workspace setting", "add cuda structure") claim nothing. A
+    negation in a parenthetical aside ("(native, no round-trip)") does not negate the
+    sentence's claim. A list of a type's variants or methods or a record's fields is no
+    list of ops. A
     function the description names is claimed only when it presents itself as GPU code
     or does GPU work: a host helper of a GPU crate (an allocator's `round_len`,
     `pool_take`) or an accessor (`CudaBuffer::alloc_len`) is not, nor is an op a
