@@ -31,6 +31,7 @@ from app.checks.prose import (
     Sentence,
     in_quotes,
     names_subject,
+    said_of_the_host,
     subject_words,
 )
 from app.checks.rules import disabled_gpu_test
@@ -201,8 +202,10 @@ _NOT_A_SUBJECT = re.compile(
     re.I,
 )
 _ASIDE = re.compile(r"\([^()]*\)")  # a parenthetical: "(native, no round-trip)"
-# "Move image tensor to device in trocr example": the work done is an example's.
-_IN_AN_EXAMPLE = re.compile(r"\s*in\s+(?:the\s+|an?\s+)?(?:[\w-]+\s+)?examples?\b", re.I)
+# "Move image tensor to device in trocr example": the work done is an example's, which
+# is support code.
+_IN_AN_EXAMPLE_WORDS = r"in\s+(?:the\s+|an?\s+)?(?:[\w-]+\s+)?examples?\b"
+_IN_AN_EXAMPLE = re.compile(rf"\s*{_IN_AN_EXAMPLE_WORDS}", re.I)
 _ITEM = r"(?:[\w<>\-/.]|::)+(?:\s*\([^)]*\))?"  # one name, maybe with a parenthetical
 # "kernels for GELU (tanh), SiLU and ReLU": the list goes on past X, one name an item.
 _MORE_ITEMS = re.compile(
@@ -265,8 +268,7 @@ _UPKEEP = re.compile(
     r"|\bto\s+(?:compile|build|link)\b"  # "fix metal_profile to compile with metal"
     # "Add new CUDA default path for Ubuntu 24.04": where the toolkit is installed
     r"|\b(?:default|install\w*|library|lib|include|search|toolkit|sdk)\s+paths?\b"
-    # "Add vulkan in example": work in an example program, which is support code
-    r"|\bin\s+(?:the\s+|an?\s+)?(?:[\w-]+\s+)?examples?\b"
+    rf"|\b{_IN_AN_EXAMPLE_WORDS}"  # "Add vulkan in example"
     # "Port some compiletests", "reduce bitonic shuffle test iterations": the tests' own settings
     r"|\b(?:compile|unit|integration|smoke|regression)[- ]?tests?\b"
     r"|\btests?\s+(?:iterations?|sizes?|tolerances?|timeouts?|param\w*|inputs?|data|amounts?|counts?|numbers?|cases)\b"
@@ -317,8 +319,6 @@ _REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
 # negation negates the case, not the claim.
 _CONDITION = re.compile(r"\s+(?:when|if|unless|whenever)\b.*", re.I)
 _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
-# `grad.to_device(self.device)`, `x.cuda()`: a call that puts data on the device.
-_PLACES_ON_THE_DEVICE = re.compile(r"^(?:to|into)_(?:device|gpu|cuda|metal|wgpu)$|^(?:cuda|gpu)$")
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
 _FALLBACK = re.compile(r"\bfall(?:s|ing)?[- ]?backs?\b", re.I)
 _SET_UP_NAME = re.compile(rf"{PLUMBING_NAME.pattern}|^(?:init|setup|register|configure|load)(?:_|$)")
@@ -574,7 +574,7 @@ def _list_kind(sentence: Sentence) -> str:
         return "subjects"
     # "helper primitives that propagate the meta device through op implementations:"
     # lists host code.
-    on_the_host = bool(HOST_WORD.search(sentence.text)) and not DEVICE_WORD.search(sentence.text)
+    on_the_host = said_of_the_host(sentence.text)
     if _KERNEL_LIST_HEAD.match(sentence.text) and not _NOT_A_CLAIM.search(sentence.text) and not on_the_host:
         return "names"
     return ""
@@ -894,8 +894,8 @@ def _does_gpu_work(item: IndexedFunction, findings: list[Finding]) -> bool:
     device (`grad.to_device(self.device)` of a backward), or a code finding lies in it.
     Its place alone does not make it GPU work: an allocator's `pool_take` is host
     bookkeeping in the GPU crate."""
-    places = any(_PLACES_ON_THE_DEVICE.match(call.name) for call in item.fn.calls)
-    return bool(item.claim or item.evidence) or places or _has_a_finding(item, findings)
+    uploads = any(signal.kind == "upload" for signal in item.fn.signals)
+    return bool(item.claim or item.evidence) or uploads or _has_a_finding(item, findings)
 
 
 def _has_a_finding(item: IndexedFunction, findings: list[Finding]) -> bool:

@@ -21,13 +21,12 @@ from collections.abc import Iterable
 
 from app.checks.claims import Claim
 from app.checks.prose import (
-    DEVICE_WORD,
     GPU_WORDS,
-    HOST_WORD,
     MEANS_BEFORE,
     NOT_DONE_WORK,
     PLUMBING_NAME,
     Sentence,
+    said_of_the_host,
     subject_words,
 )
 from app.checks.workspace import IndexedFunction
@@ -57,8 +56,7 @@ def _said_of_the_gpu(text: str) -> bool:
     """The sentence speaks of GPU work: a kernel of a sentence about the host and no
     device ("compiles C source for InductorTarget::CpuC and dispatches to the native
     kernel") is the host's."""
-    on_the_host = bool(HOST_WORD.search(text)) and not DEVICE_WORD.search(text)
-    return bool(_GPU_CONTEXT.search(text)) and not on_the_host
+    return bool(_GPU_CONTEXT.search(text)) and not said_of_the_host(text)
 
 
 def _is_gpu_op(function: IndexedFunction) -> bool:

@@ -108,6 +108,7 @@ HOST_WORDS = (
     r"|(?-i:Cpu[A-Z]\w*)"
 )
 HOST_WORD = re.compile(rf"\b(?:{HOST_WORDS})\b", re.I)
+
 # What comes next, in a gap report: "Next step: ..", "tracked as #1003", "follow-up".
 NEXT_STEP = re.compile(
     r"next\s+steps?|follow[- ]?(?:up|on)|remaining\s+work|future\s+work|\bto\s*do\b|\bnext:|\blater\b"
@@ -139,6 +140,11 @@ NOT_DONE_WORK = re.compile(
 # Quotation marks: straight, curly, or single ones that are not an apostrophe. What
 # they hold is named, not said.
 QUOTATION = re.compile(r"\"[^\"\n]{1,200}\"|“[^”\n]{1,200}”|(?<!\w)'[^'\n]{1,200}'(?!\w)")
+
+
+def said_of_the_host(text: str) -> bool:
+    """A host word and no device word: "kernel" in such a sentence is the CPU's."""
+    return bool(HOST_WORD.search(text)) and not DEVICE_WORD.search(text)
 
 
 def in_quotes(text: str, start: int, end: int) -> bool:
