@@ -28,7 +28,10 @@ kinds of case:
   tracel-ai/burn again for ``heldout39_burn``; EricLBuehler/mistral.rs again for
   ``heldout41_mistral``; tracel-ai/burn and huggingface/candle again for ``heldout42_burn``
   and ``heldout43_candle``; forecast-bio/ferrotorch and EricLBuehler/mistral.rs again for
-  ``heldout44_ferrotorch`` and ``heldout45_mistral``;
+  ``heldout44_ferrotorch`` and ``heldout45_mistral``; forecast-bio/ferrotorch,
+  tracel-ai/cubecl and huggingface/candle again for ``heldout46_ferrotorch``,
+  ``heldout47_cubecl`` and ``heldout48_candle``; tracel-ai/burn and
+  EricLBuehler/mistral.rs again for ``heldout49_burn`` and ``heldout50_mistral``;
   a file the mirror lacks, such as a large compiled ``.ptx``, is left out of the case's
   tree with a note on stderr). The description is the commit message (read from the git
   dir at run time, never stored in this repository; a GitHub merge commit's body is the

@@ -3036,3 +3036,95 @@ def test_a_forward_claim_does_not_answer_for_the_backward_stub_it_registers() ->
         _RESIZE_WITH_A_DEFERRED_BACKWARD, body="", title="Implement resize backward on the GPU"
     ).claims
     assert any("deferred-kernel" in m for m in backward.missing)
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "Add some skeleton code for GPU support of layer_norm",  # the spec's underclaim, in other words
+        "Skip the layer_norm tests on cuda",  # a test taken out: a gap, not GPU work
+    ],
+)
+def test_a_skeleton_or_skipped_tests_are_not_a_claim(title: str) -> None:
+    assert run_review({"src/norm.rs": FAKE_LAYER_NORM}, body="", title=title).claims == []
+
+
+_BACKEND_WITH_A_HOST_SUM = {
+    "src/backend.rs": """
+    pub struct CudaBackendImpl { dev: Arc<CudaDevice> }
+    impl CudaBackendImpl {
+        pub fn add_f32(&self, a: &CudaSlice<f32>, b: &CudaSlice<f32>) -> CudaSlice<f32> {
+            let f = self.dev.get_func("k", "add").unwrap();
+            let out = self.dev.alloc_zeros::<f32>(a.len()).unwrap();
+            unsafe { f.launch(LaunchConfig::for_num_elems(a.len() as u32), (a, b, &out)) }.unwrap();
+            out
+        }
+        pub fn sum_f32(&self, a: &CudaSlice<f32>) -> CudaSlice<f32> {
+            let host = self.dev.dtoh_sync_copy(a).unwrap();
+            let total: f32 = host.iter().sum();
+            self.dev.htod_copy(vec![total]).unwrap()
+        }
+    }
+    """,
+    "tests/gpu.rs": """
+    #[test]
+    fn backend_on_cuda() {
+        let dev = CudaDevice::new(0).expect("this test needs a CUDA device");
+        let backend = CudaBackendImpl { dev: dev.clone() };
+        let x = dev.htod_copy(vec![1.0f32; 4]).unwrap();
+        backend.add_f32(&x, &x);
+        backend.sum_f32(&x);
+    }
+    """,
+}
+
+
+def test_a_claim_of_a_type_answers_for_the_host_detour_the_diff_writes_into_one_of_its_methods() -> None:
+    # `sum_f32` launches nothing, so it is not among the methods that do the GPU work;
+    # but the diff writes a readback-and-sum into it, the fake GPU function the claim hides.
+    (claim,) = run_review(_BACKEND_WITH_A_HOST_SUM, body="", title="Add the CudaBackend").claims
+    assert not claim.backed
+    assert any("sum_f32" in m and "4b" in m for m in claim.missing), claim.missing
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "The AdamW step is composed from 4 GPU kernel calls (scale, add, mul, sqrt).",
+        "Entire step composed from 8 GPU kernel calls (scale, add, mul, sqrt, div).",
+    ],
+)
+def test_the_kernels_a_step_is_made_of_are_its_means_not_claims(body: str) -> None:
+    assert claims_of(body, {"src/lib.rs": KERNEL}) == []
+
+
+def test_a_test_template_written_out_by_another_template_is_a_test_where_the_outer_one_is() -> None:
+    # cubecl's `testgen_random!()` in a runtime crate invokes `testgen_random_uniform!()`,
+    # whose tests then run on that crate's device.
+    outer = """
+    #[macro_export]
+    macro_rules! impl_all_tests {
+        () => {
+            use scale_core::*;
+            scale_core::impl_scale_tests!(ScalarField);
+        };
+    }
+    """
+    files = {
+        "scale-core/src/lib.rs": _FFI_SCALE,
+        "scale-core/src/tests.rs": _SCALE_TEST_TEMPLATE,
+        "scale-core/src/all.rs": outer,
+        "scale-bn254/src/lib.rs": _FIELD_CRATE.replace("impl_scale_tests!(ScalarField)", "impl_all_tests!()"),
+    }
+    assert claims_of("Implemented scale on the GPU.", files) == [("scale", True)]
+
+
+def test_a_summary_cut_to_githubs_limit_keeps_the_gap_report_finding() -> None:
+    # A claim over hundreds of untested kernels makes the claims table outgrow the
+    # limit; the finding that the description lacks a gap report must survive the cut.
+    long_name = "with_a_name_long_enough_to_make_each_line_of_what_is_missing_" * 2
+    kernels = "\n".join(KERNEL.replace("gpu_scale", f"gpu_scale_{i:03}_{long_name}") for i in range(400))
+    found = run_review({"src/lib.rs": kernels}, body="Implemented scale on the GPU.")
+    summary = render(found)["checks"][1]["summary"]
+    assert "truncated" in summary
+    assert "**missing-gap-report**" in summary

@@ -26,6 +26,7 @@ from app.checks.prose import (
     DTYPE_NAME,
     GPU_WORD,
     HOST_WORD,
+    MADE_FROM,
     NAME_FAMILY,
     PLUMBING_NAME,
     Sentence,
@@ -179,7 +180,8 @@ _LEADING_NAME = re.compile(r"^\W*(?P<name>[A-Za-z_]\w*_\w*|[A-Z]\w*::\w+)(?=[\s:
 # What turns a sentence into a negation, a plan or one of the spec's underclaims.
 _NOT_A_CLAIM = re.compile(
     r"\b(?:not|no|never|without|cannot|can't|doesn't|don't|isn't|aren't|won't|yet to|todo|planned"
-    r"|plan to|will|would|should|could|might|future|follow[- ]?up|scaffolding|stub|stubbed|reference"
+    r"|plan to|will|would|should|could|might|future|follow[- ]?up|scaffold\w*|skeletons?|stub|stubbed"
+    r"|reference"
     r"|pre-flight|instead of|rather than|remov(?:e|es|ed|ing)|revert(?:ed|s)?|pytorch"
     r"|torch(?!::)"  # a comparison with PyTorch; `torch::cuda` is the C++ library's namespace
     r"|drop(?:ped|s)?(?!\s+(?:with|in|on|when|under)\b)"  # not "a performance drop with Metal"
@@ -188,6 +190,7 @@ _NOT_A_CLAIM = re.compile(
     r"|\bonly\s+(?:supports?|accepts?|allows?|handles?)\b|\bsupports?\s+only\b"
     r"|\bnext(?:\s+steps?)?\s*:|\btests?\s+(?:for|of|cover\w*)\b"
     rf"|\bskip(?:s|ped|ping)?\s+(?:the\s+)?(?:gpu|{_BACKENDS}|{_KERNEL})\b"  # "skip Metal kernels when .."
+    r"|\bskip(?:s|ped|ping)?\b[^.;:]{0,60}?\btests?\b"  # "Skip q8k and q8_1 tests on cuda": a gap, not work
     # "Added empty backend to Metal": a backend or kernel that does nothing is no GPU work.
     rf"|\b(?:empty|dummy|placeholder|no-?op|mock|fake)\s+(?:(?:gpu|{_BACKENDS})\s+)?"
     rf"(?:backends?|devices?|{_KERNEL}|impl\w*)\b",
@@ -202,6 +205,7 @@ _NOT_A_SUBJECT = re.compile(
     re.I,
 )
 _ASIDE = re.compile(r"\([^()]*\)")  # a parenthetical: "(native, no round-trip)"
+_MADE_OF_KERNELS = re.compile(rf"{MADE_FROM}(?:\s+\d+)?\s*$", re.I)  # "composed from 8" GPU kernels
 # "Move image tensor to device in trocr example": the work done is an example's, which
 # is support code.
 _IN_AN_EXAMPLE_WORDS = r"in\s+(?:the\s+|an?\s+)?(?:[\w-]+\s+)?examples?\b"
@@ -600,6 +604,8 @@ def _clause_claims(clause: str, line: int) -> list[Claim]:
             groups = found.groupdict()
             weak = soft and not groups.get("done")  # "implement X GPU kernel" says it outright
             phrase = groups.get("x") or groups.get("x2") or groups.get("scope") or ""
+            if _MADE_OF_KERNELS.search(phrase):
+                return []  # "step composed from 8 GPU kernel calls (scale, add, ..)": the means
             end = found.end()
             listed = _MORE_ITEMS.match(clause, found.end("x")) if groups.get("x") else None
             if listed:
@@ -713,8 +719,10 @@ def judge(
     if not (named or claim.topic or claim.soft):
         named = _partly_named(subject, candidates, findings)
     # The functions that do the GPU work stand for the claim; a trait's default method
-    # that returns "not implemented" is not the implementation being claimed.
-    with_evidence = [f for f in named if f.evidence]
+    # that returns "not implemented" is not the implementation being claimed. One the diff
+    # writes a host detour into stays: a `sum_f32` of `CudaBackend` that reads back and
+    # sums on the host is the fake GPU function the claim hides.
+    with_evidence = [f for f in named if f.evidence or _detours_here(f, held)]
     claim.functions = with_evidence or [f for f in named if f.claim] or named
     if claim.soft and claim.line == 0 and not DEVICE_WORD.search(claim.text):
         # A title's "fused single-pass sigmoid/tanh kernels" of host code: kernels of the
@@ -896,6 +904,11 @@ def _does_gpu_work(item: IndexedFunction, findings: list[Finding]) -> bool:
     bookkeeping in the GPU crate."""
     uploads = any(signal.kind == "upload" for signal in item.fn.signals)
     return bool(item.claim or item.evidence) or uploads or _has_a_finding(item, findings)
+
+
+def _detours_here(item: IndexedFunction, held: list[Finding]) -> bool:
+    """A host detour the diff writes lies in the function's body."""
+    return _has_a_finding(item, [f for f in held if f.rule in _DETOUR_RULES])
 
 
 def _has_a_finding(item: IndexedFunction, findings: list[Finding]) -> bool:

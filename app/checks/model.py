@@ -157,6 +157,9 @@ class FileFacts:
     test_templates: tuple[tuple[str, Function], ...] = ()
     # Macro invocations at item level, where a test template may be written out.
     item_macros: tuple[ItemMacro, ...] = ()
+    # The macros a `macro_rules!` template invokes at item level in its own body
+    # (cubecl's `testgen_random!` writes out `testgen_random_uniform!`): (template, macro).
+    template_calls: tuple[tuple[str, str], ...] = ()
     # Modules declared under `#[cfg(test)]` whose code is in files of their own
     # (`#[cfg(test)] mod tests_signed;`), by their path below this file's module
     # ("tests_signed", "inner/tests").

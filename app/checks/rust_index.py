@@ -703,6 +703,11 @@ def _macro_queries() -> tuple[Query, Query]:
     return Query(_language(), _MACRO_DEFINITION_QUERY), Query(_language(), _MACRO_BODY_QUERY)
 
 
+# `cubecl_random::testgen_random_uniform!();` in a template's body: a template that
+# writes out another's tests.
+_TEST_TEMPLATE_CALL = re.compile(rb"\b\w*test\w*\s*!\s*[({\[]")
+
+
 def _spliced_macro_bodies(source: bytes, root: Node) -> tuple[bytes, list[tuple[int, int]]] | None:
     """The source with each `macro_rules!` definition whose expansion defines a `fn`
     replaced by its expansion's tokens: the wrapper and the matchers blanked, `$x`
@@ -716,7 +721,9 @@ def _spliced_macro_bodies(source: bytes, root: Node) -> tuple[bytes, list[tuple[
     for _, caps in QueryCursor(definitions).matches(root):
         definition = caps["definition"][0]
         parts = QueryCursor(body_parts).matches(definition)
-        if not any("fn" in part for _, part in parts):
+        if not any("fn" in part for _, part in parts) and not _TEST_TEMPLATE_CALL.search(
+            definition.text or b""
+        ):
             continue
         rows.append((definition.start_point.row + 1, definition.end_point.row + 1))
         pos = definition.start_byte
@@ -797,6 +804,16 @@ def _template_of(row: int, template_rows: list[tuple[int, int]], source: bytes) 
             named = _MACRO_RULES_NAME.search(source, start)
             return named.group(1).decode() if named else ""
     return ""
+
+
+def _in_a_function(node: Node) -> bool:
+    """The node is inside a function (a test template's `assert!`), not an item."""
+    parent = node.parent
+    while parent is not None:
+        if parent.type == "function_item":
+            return True
+        parent = parent.parent
+    return False
 
 
 def _within(row: int, spans: list[tuple[int, int]]) -> bool:
@@ -1009,17 +1026,15 @@ def extract(source: bytes) -> FileFacts:
             )
     defined = {fn.name for fn in functions}
     item_macros: list[ItemMacro] = []
+    template_calls: list[tuple[str, str]] = []
     for node, name_node, args in macros:
         if owner(node.start_byte) < 0:
             scope = _Scope(node, file_attrs)
-            item_macros.append(
-                ItemMacro(
-                    _text(name_node, 200).rpartition("::")[2],
-                    node.start_point.row + 1,
-                    scope.modules,
-                    scope.outer_attrs,
-                )
-            )
+            macro_name = _text(name_node, 200).rpartition("::")[2]
+            row = node.start_point.row + 1
+            item_macros.append(ItemMacro(macro_name, row, scope.modules, scope.outer_attrs))
+            if not _in_a_function(node) and (template := _template_of(row, template_rows, as_written)):
+                template_calls.append((template, macro_name))
             functions.extend(_generated_functions(node, name_node, args, blank, defined, file_attrs))
             gpu_sources.extend(_kernel_source_item(node, args))
             device_static = _device_static(args)
@@ -1053,5 +1068,6 @@ def extract(source: bytes) -> FileFacts:
         ffi_functions=tuple(ffi_functions),
         test_templates=tuple(test_templates),
         item_macros=tuple(item_macros),
+        template_calls=tuple(template_calls),
         test_modules=tuple(test_modules),
     )

@@ -126,6 +126,26 @@ def _written_out(
             )
 
 
+def _with_nested_templates(
+    templates: dict[str, list[Function]], calls: list[tuple[str, str]]
+) -> dict[str, list[Function]]:
+    """Each template's tests with those of the templates it invokes, transitively:
+    `testgen_random!()` in a runtime crate writes out `testgen_random_uniform!`'s tests
+    there, on that crate's device."""
+    invoked: dict[str, list[str]] = {}
+    for template, macro in calls:
+        invoked.setdefault(template, []).append(macro)
+
+    def tests_of(name: str, seen: set[str]) -> list[Function]:
+        if name in seen:
+            return []  # a template that invokes itself, directly or not
+        seen.add(name)
+        nested = (test for macro in invoked.get(name, ()) for test in tests_of(macro, seen))
+        return [*templates.get(name, ()), *nested]
+
+    return {name: tests_of(name, set()) for name in {*templates, *invoked}}
+
+
 def _test_module_files(files: Iterable[SourceFile]) -> Callable[[str], bool]:
     """Whether a file holds a module declared under `#[cfg(test)]` elsewhere
     (`#[cfg(test)] mod tests_signed;` in `radix/mod.rs` makes `radix/tests_signed.rs`
@@ -210,6 +230,7 @@ class Workspace:
         for source in self.files:
             for macro, test in source.facts.test_templates:
                 templates.setdefault(macro, []).append(test)
+        templates = _with_nested_templates(templates, [c for f in self.files for c in f.facts.template_calls])
         in_a_test_module = _test_module_files(self.files)
         for source in self.files:
             gpu_location = gpu_code.in_gpu_path(source.path, config.gpu_paths)

@@ -103,11 +103,13 @@ def description_check(review: Review, link: Linker) -> dict[str, object]:
     else:
         title = "No GPU claims; no forbidden phrasing"
     parts = [f"**{title[0].upper() + title[1:]}**"]
-    if review.claims:
-        parts.append(_claims_table(review.claims, link))
+    # The phrasing and gap-report findings come before the claims table, whose length
+    # grows with the claims: cut to GitHub's limit, the table loses rows, not them.
     other = [f for f in findings if f.rule != "unbacked-claim"]
     if other:
         parts.append("\n".join(f"- **{f.rule}** ({_where(f)}): {f.message}" for f in other))
+    if review.claims:
+        parts.append(_claims_table(review.claims, link))
     parts.append(_questions(review, link))
     annotations = [
         {
