@@ -3117,6 +3117,10 @@ def test_a_test_template_written_out_by_another_template_is_a_test_where_the_out
         "scale-bn254/src/lib.rs": _FIELD_CRATE.replace("impl_scale_tests!(ScalarField)", "impl_all_tests!()"),
     }
     assert claims_of("Implemented scale on the GPU.", files) == [("scale", True)]
+    # Written out in the field crate only, not in the outer template's own file.
+    sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
+    tests = [f for f in Workspace(sources, RepoConfig()).functions if gpu_code.is_test(f.fn)]
+    assert [(t.path, t.fn.name) for t in tests] == [("scale-bn254/src/lib.rs", "test_scale")]
 
 
 def test_a_summary_cut_to_githubs_limit_keeps_the_gap_report_finding() -> None:

@@ -117,11 +117,11 @@ NEXT_STEP = re.compile(
 )
 # Accessors and constructors are plumbing, not GPU ops, unless they launch work.
 PLUMBING_NAME = re.compile(r"^(?:is|has|get|set|with|new|from|into|as|to)(?:_|$)")
-# "reuses the kernel via ptx_f32_to_f64", "via device-resident dot / scale": a name
-# after these words is the means of the work, not the work claimed.
 # "Entire step composed from 8 GPU kernel calls (scale, add, ..)": what the subject is
 # made of is existing kernels used.
 MADE_FROM = r"\b(?:composed|built|made|assembled)\s+(?:out\s+of|of|from)"
+# "reuses the kernel via ptx_f32_to_f64", "via device-resident dot / scale": a name
+# after these words is the means of the work, not the work claimed.
 MEANS_BEFORE = re.compile(
     rf"(?:\b(?:via|through|using|by|reuses?|existing|helpers?|calls?|around|shared)|{MADE_FROM})\s+"
     r"(?:the\s+|a\s+|an\s+)?(?:[\w-]+\s+)?\(?$",

@@ -709,8 +709,8 @@ _TEST_TEMPLATE_CALL = re.compile(rb"\b\w*test\w*\s*!\s*[({\[]")
 
 
 def _spliced_macro_bodies(source: bytes, root: Node) -> tuple[bytes, list[tuple[int, int]]] | None:
-    """The source with each `macro_rules!` definition whose expansion defines a `fn`
-    replaced by its expansion's tokens: the wrapper and the matchers blanked, `$x`
+    """The source with each `macro_rules!` definition whose expansion defines a `fn` or
+    invokes a test template replaced by its expansion's tokens: the wrapper and the matchers blanked, `$x`
     written `_x`, a `$( .. )*` repetition written once. Every byte keeps its offset and
     line. Also the line spans replaced, whose parse errors are the splice's, not the
     file's. None when there is no such definition."""
@@ -1032,8 +1032,12 @@ def extract(source: bytes) -> FileFacts:
             scope = _Scope(node, file_attrs)
             macro_name = _text(name_node, 200).rpartition("::")[2]
             row = node.start_point.row + 1
-            item_macros.append(ItemMacro(macro_name, row, scope.modules, scope.outer_attrs))
-            if not _in_a_function(node) and (template := _template_of(row, template_rows, as_written)):
+            # In a template's body a macro is written out where the template is invoked,
+            # not here: a test template it invokes is a test there only.
+            template = _template_of(row, template_rows, as_written)
+            if not template:
+                item_macros.append(ItemMacro(macro_name, row, scope.modules, scope.outer_attrs))
+            elif not _in_a_function(node):
                 template_calls.append((template, macro_name))
             functions.extend(_generated_functions(node, name_node, args, blank, defined, file_attrs))
             gpu_sources.extend(_kernel_source_item(node, args))
