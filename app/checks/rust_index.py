@@ -484,9 +484,10 @@ def _blank(source: bytes, spans: list[tuple[int, int]]) -> bytes:
 
 
 class _Scope:
-    """Where a function sits: impl block, trait, inline modules, their attributes."""
+    """Where a function or a macro sits: impl block, trait, inline modules, their
+    attributes, and whether inside a function's body."""
 
-    __slots__ = ("impl_type", "modules", "outer_attrs", "trait")
+    __slots__ = ("impl_type", "in_a_function", "modules", "outer_attrs", "trait")
 
     def __init__(self, node: Node, file_attrs: tuple[str, ...]) -> None:
         self.impl_type = ""
@@ -518,6 +519,7 @@ class _Scope:
             parent = parent.parent
         self.modules = tuple(reversed(modules))
         self.outer_attrs = tuple(attrs)
+        self.in_a_function = in_a_body  # a statement of a body (a template test's `assert!`)
 
 
 def _gated_statement(attr: Node) -> list[tuple[str, str, Node]]:
@@ -806,16 +808,6 @@ def _template_of(row: int, template_rows: list[tuple[int, int]], source: bytes) 
     return ""
 
 
-def _in_a_function(node: Node) -> bool:
-    """The node is inside a function (a test template's `assert!`), not an item."""
-    parent = node.parent
-    while parent is not None:
-        if parent.type == "function_item":
-            return True
-        parent = parent.parent
-    return False
-
-
 def _within(row: int, spans: list[tuple[int, int]]) -> bool:
     return any(first <= row <= last for first, last in spans)
 
@@ -1037,7 +1029,7 @@ def extract(source: bytes) -> FileFacts:
             template = _template_of(row, template_rows, as_written)
             if not template:
                 item_macros.append(ItemMacro(macro_name, row, scope.modules, scope.outer_attrs))
-            elif not _in_a_function(node):
+            elif not scope.in_a_function:
                 template_calls.append((template, macro_name))
             functions.extend(_generated_functions(node, name_node, args, blank, defined, file_attrs))
             gpu_sources.extend(_kernel_source_item(node, args))
