@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from typing import Any
 
+from app.checks.description import KERNEL_SOURCE_PATH
 from app.checks.engine import Touched
 from app.checks.review import Review, review
 from app.checks.rules import BY_ID
@@ -125,13 +126,14 @@ def _config(github: GitHubClient, inst: int, pr: PullRequest) -> RepoConfig:
 
 
 def _touched(github: GitHubClient, inst: int, pr: PullRequest) -> tuple[Touched, Touched]:
-    """The lines the pull request writes in each Rust file, and those of them it only
-    moves (from any file, removed ones included)."""
+    """The lines the pull request writes in each Rust and kernel source file (a changed
+    `.cu` changes the Rust functions that launch it, as in `gpuproof review`), and those
+    of them it only moves (from any file, removed ones included)."""
     touched: dict[str, frozenset[int]] = {}
     patches: list[str] = []  # those that parse, removed files' included: code moves out of them
     for changed in github.pull_request_files(inst, pr.repository, pr.number):
         path = changed["filename"]
-        if not path.endswith(".rs"):
+        if not (path.endswith(".rs") or KERNEL_SOURCE_PATH.search(path)):
             continue
         removed = changed["status"] == "removed"
         patch = changed.get("patch")

@@ -69,6 +69,9 @@ def test_a_claim_about_dtypes_needs_a_gpu_test_that_uses_one() -> None:
     tested_on_u8 = {"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST.replace("1.0f32", "1u8")}
     (claim,) = run_review(tested_on_u8, body="", title="Support for scale on cuda for u8 and u32.").claims
     assert claim.backed, claim.missing
+    # "bfloat" is bf16.
+    (claim,) = run_review(tested_on_f32, body="", title="Add missing bfloat scale kernels on cuda").claims
+    assert claim.missing == ["`gpu_scale` (src/lib.rs:2): no GPU test that reaches it uses bf16 — 4d"]
     # A dtype in a name (`add_f32`) is the name's, not a claim about the dtype.
     (claim,) = run_review(tested_on_u8, body="Implemented gpu_scale_f32 on the GPU.", title="").claims
     assert claim.functions and claim.backed, claim.missing
@@ -3132,3 +3135,78 @@ def test_a_summary_cut_to_githubs_limit_keeps_the_gap_report_finding() -> None:
     summary = render(found)["checks"][1]["summary"]
     assert "truncated" in summary
     assert "**missing-gap-report**" in summary
+
+
+def test_a_question_claims_nothing() -> None:
+    # candle's "Does this prevent candle-kernels test suite from being run ?"
+    files = {"cuda/src/scale.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
+    assert run_review(files, body="", title="Does this fix the scale kernel on cuda ?").claims == []
+    assert [c.backed for c in run_review(files, body="", title="Fix the scale kernel on cuda").claims] == [
+        True
+    ]
+
+
+_HOST_LIBRARY_MIN = """
+    pub fn vs_min(a: &[f32], b: &[f32], out: &mut [f32]) {
+        for i in 0..a.len() { out[i] = a[i].min(b[i]); }
+    }
+    """
+
+
+@pytest.mark.parametrize("host_library", ["src/accelerate.rs", "src/mkl.rs"])
+def test_a_function_of_apples_accelerate_or_intels_mkl_is_the_hosts(host_library: str) -> None:
+    # candle's "Cuda support for min/max": the changed `vs_min` of `accelerate.rs` is a
+    # CPU library's, not the CUDA work claimed.
+    files = {
+        host_library: _HOST_LIBRARY_MIN,
+        "src/cuda_backend.rs": KERNEL.replace("gpu_scale", "binary_impl"),
+    }
+    (claim,) = run_review(files, body="", title="Cuda support for min").claims
+    assert not claim.functions and not claim.backed
+    assert claim.missing[0].startswith("no function the diff adds or changes matches `min`")
+
+
+def test_files_listed_under_a_kernel_head_are_places_not_kernels() -> None:
+    # ferrotorch's "Kernels touched:" followed by the files of CPU kernels.
+    body = """
+        Promote the accumulator to f32.
+
+        Kernels touched:
+
+        - core/src/grad_fns/activation.rs
+          softmax CPU path: row_max and exp in f32 for bf16 inputs.
+        """
+    host = "pub fn activation(x: &[f32]) -> Vec<f32> { x.to_vec() }\n"
+    assert run_review({"core/src/grad_fns/activation.rs": host}, body=body).claims == []
+
+
+def test_the_methods_a_type_is_said_to_have_are_no_claims_of_their_own() -> None:
+    # ferrotorch's "CudaEventWrapper with record/sync/query/wait_on" under a CUDA head.
+    code = """
+        pub struct CudaEvent { raw: u64 }
+        impl CudaEvent {
+            pub fn record(&self, dev: &CudaDevice) -> Result<(), GpuError> { dev.synchronize() }
+            pub fn query(&self, dev: &CudaDevice) -> Result<(), GpuError> { dev.synchronize() }
+            pub fn elapsed(&self, dev: &CudaDevice) -> Result<(), GpuError> { dev.synchronize() }
+        }
+        """
+    body = """
+        T2.1 (#267): CUDA stream pool + events
+        - CudaEvent with record/query/elapsed
+        - StreamPool with 8 streams per device
+        """
+    assert run_review({"gpu/src/stream.rs": code}, body=body).claims == []
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "Fix cuda scale + remove useless check in distributed server",
+        "feat(cuda): improve cuda scale kernel and docs",
+    ],
+)
+def test_a_removal_or_upkeep_a_title_adds_does_not_negate_its_gpu_work(title: str) -> None:
+    files = {"cuda/src/scale.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
+    assert [(c.subject, c.backed) for c in run_review(files, body="", title=title).claims] == [
+        ("scale", True)
+    ]

@@ -453,3 +453,27 @@ def test_a_job_that_keeps_crashing_is_dropped_after_three_attempts(
         assert worker.run_once() == 1
     assert worker.run_once() == 0  # dropped, not retried forever
     assert caplog.text.count("crashed") == 3
+
+
+def test_a_change_to_kernel_source_only_is_seen_as_the_cli_sees_it(
+    emulator: GitHubEmulator, queue: JobQueue, serve: TestClient
+) -> None:
+    # The title's GPU work is in a `.cu` file: the description check says that gpuproof
+    # cannot read it, not that the diff changes no GPU code.
+    emulator.trees[HEAD1] = {
+        "src/lib.rs": KERNEL.encode(),
+        "kernels/src/scale.cu": b"__global__ void scale() {}\n",
+    }
+    emulator.add_pull(NUMBER, HEAD1, BASE, "fix(gpu): fix the scale kernel rounding", "")
+    emulator.pull_files[NUMBER] = [
+        {
+            **_file_template(emulator),
+            "filename": "kernels/src/scale.cu",
+            "status": "modified",
+            "patch": "@@ -1 +1 @@\n-__global__ void scale(float *x) {}\n+__global__ void scale() {}",
+        }
+    ]
+    assert deliver(serve, "opened", HEAD1, "d1").status_code == 202
+    assert make(emulator, queue).run_once() == 1
+    summary = " ".join(runs_on(emulator, HEAD1)["gpuproof / description"]["output"]["summary"].split())
+    assert "changes GPU code only in kernel source (`kernels/src/scale.cu`)" in summary

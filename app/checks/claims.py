@@ -174,6 +174,9 @@ _ON_DEVICE = re.compile(
 )
 # The words an item of a kernel list starts with, before its explanation.
 _ITEM_HEAD = re.compile(r"^[A-Za-z][\w+/ -]{0,60}?(?=\s*(?:[(:;,.]|\s[—–-]\s|$))")
+# "- ferrotorch-core/src/grad_fns/activation.rs softmax CPU path: ...": an item that
+# starts with a file names the place of the work, not a kernel.
+_FILE_PATH = re.compile(r"^\W*[\w.-]+(?:/[\w.-]+)+\.\w+\b")
 # "- BCEWithLogitsLoss: sigmoid + sub + mul": the name an item gives before its colon.
 _LEADING_LABEL = re.compile(r"^\W*(?P<name>[A-Za-z_]\w*(?:::\w+)?):\s")
 _LEADING_NAME = re.compile(r"^\W*(?P<name>[A-Za-z_]\w*_\w*|[A-Z]\w*::\w+)(?=[\s:,(\[-]|$)")
@@ -186,6 +189,7 @@ _NOT_A_CLAIM = re.compile(
     r"|torch(?!::)"  # a comparison with PyTorch; `torch::cuda` is the C++ library's namespace
     r"|drop(?:ped|s)?(?!\s+(?:with|in|on|when|under)\b)"  # not "a performance drop with Metal"
     r"|pre-?existing|already|disabl\w*|wip|work\s+in\s+progress|initial\s+work)\b"  # work begun is not done
+    r"|\?\s*$"  # "Does this prevent the kernels' test suite from being run ?": a question
     # "Only support the contiguous case for cublas matmul": a restriction, no new work
     r"|\bonly\s+(?:supports?|accepts?|allows?|handles?)\b|\bsupports?\s+only\b"
     r"|\bnext(?:\s+steps?)?\s*:|\btests?\s+(?:for|of|cover\w*)\b"
@@ -323,13 +327,15 @@ _REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
 # negation negates the case, not the claim.
 _CONDITION = re.compile(r"\s+(?:when|if|unless|whenever)\b.*", re.I)
 _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
+_BFLOAT = re.compile(r"\bbfloat(?:16)?\b", re.I)  # "missing bfloat unary kernels" are bf16's
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
 _FALLBACK = re.compile(r"\bfall(?:s|ing)?[- ]?backs?\b", re.I)
 _SET_UP_NAME = re.compile(rf"{PLUMBING_NAME.pattern}|^(?:init|setup|register|configure|load)(?:_|$)")
 # A function of the host by its name or place (`im2col_cpu`, `div/cpu_kernel.rs`,
-# `cpu_backend/`), unless its name also says the device (`cpu_to_gpu`): the host twin
-# of the op, not what a GPU claim is about.
-_HOST_NAME = re.compile(r"(?<![a-z])(?:cpu|host)(?![a-z])", re.I)
+# `cpu_backend/`, candle's `accelerate.rs` and `mkl.rs`: Apple's Accelerate and Intel's
+# MKL are CPU libraries), unless its name also says the device (`cpu_to_gpu`): the host
+# twin of the op, not what a GPU claim is about.
+_HOST_NAME = re.compile(r"(?<![a-z])(?:cpu|host|accelerate|mkl)(?![a-z])", re.I)
 _DEVICE_NAME = re.compile(rf"(?<![a-z])(?:gpu|device|ptx|{_BACKENDS})(?![a-z])", re.I)
 _STUB_RULES = frozenset({"deferred-kernel", "stub-residue"})
 _DATA_WORK = frozenset({"readback", "upload", "device_memory", "host_loop", "to_vec"})
@@ -403,6 +409,8 @@ def extract_claims(sentences: Iterable[Sentence]) -> list[Claim]:
                 # diff does not have is no kernel claimed
                 claims.append(Claim(text, named.group("name"), sentence.line, soft=True))
                 continue
+            if listing == "names" and first and _FILE_PATH.match(text):
+                continue  # "Kernels touched:" then files: places of work, kernels of any device
             if listing == "names" and first:
                 # "- ELU forward + backward (with alpha)": the item names the kernel in words.
                 item = _ITEM_HEAD.match(text)
@@ -504,17 +512,30 @@ def listed_title(item: Sentence) -> Claim | None:
     return claim if claim is not None and not claim.soft else None
 
 
+# "... and docs (#2181)": the upkeep a title ends on after an "and".
+_AND_UPKEEP = re.compile(
+    r"\s+and\s+(?:the\s+)?(?:docs?|documentation|tests?|readme|changelog|examples?|bench(?:es|marks?)?"
+    r"|typos?|clippy|lints?|clean\s*ups?|format(?:ting)?)\W*(?:\(#\d+\))?\W*$",
+    re.I,
+)
+
+
 def _without_upkeep_parts(title: str) -> str:
-    """The title without the upkeep it adds after an "&" or a comma ("Fix completion on
-    Metal & pypi readme" claims the fix, not the readme; "GPU autograd: backward
-    kernels, shape ops graph fix, regression tests" the kernels and the fix). "and"
-    often joins the objects of one verb ("Cleanup normalization and softmax shaders"),
-    so it splits nothing."""
-    first, *rest = re.split(r"(\s+&\s+|,\s+)", title)
+    """The title without the upkeep or the removal it adds after an "&", a "+" or a
+    comma ("Fix completion on Metal & pypi readme" claims the fix, not the readme; "GPU
+    autograd: backward kernels, shape ops graph fix, regression tests" the kernels and
+    the fix; "Fix cubecl cuda all-reduce + remove useless check" the fix, which the
+    removal does not negate; "improve cuda p2p backend and docs" the backend). An
+    "and" often joins the objects of one verb ("Cleanup normalization and softmax
+    shaders"), so it splits off only a last word of upkeep."""
+    title = _AND_UPKEEP.sub("", title)
+    first, *rest = re.split(r"(\s+[&+]\s+|,\s+)", title)
     if _UPKEEP.search(first):
         return title
     joined = zip(rest[::2], rest[1::2], strict=True)  # (separator, part)
-    return first + "".join(joint + part for joint, part in joined if not _UPKEEP.search(part))
+    return first + "".join(
+        joint + part for joint, part in joined if not (_UPKEEP.search(part) or _NOT_A_CLAIM.match(part))
+    )
 
 
 def _topic_parts(title: str) -> list[str]:
@@ -790,7 +811,7 @@ def judge(
     }
     # "where-cond for u8 and u32", "bf16 matmul": a claim about dtypes is tested by a GPU
     # test that uses one of them.
-    dtypes = sorted({d.lower() for d in DTYPE_NAME.findall(claim.text)})
+    dtypes = sorted({d.lower() for d in DTYPE_NAME.findall(_BFLOAT.sub("bf16", claim.text))})
     dtypes_unused = {
         id(f)
         for f in launchers or claim.functions
