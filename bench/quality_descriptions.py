@@ -32,6 +32,10 @@ kinds of case:
   tracel-ai/cubecl and huggingface/candle again for ``heldout46_ferrotorch``,
   ``heldout47_cubecl`` and ``heldout48_candle``; tracel-ai/burn and
   EricLBuehler/mistral.rs again for ``heldout49_burn`` and ``heldout50_mistral``;
+  forecast-bio/ferrotorch, huggingface/candle and EricLBuehler/mistral.rs again for
+  ``heldout51_ferrotorch``, ``heldout52_candle`` and ``heldout53_mistral``;
+  forecast-bio/ferrotorch, huggingface/candle and tracel-ai/burn again for
+  ``heldout54_ferrotorch``, ``heldout55_candle`` and ``heldout56_burn``;
   a file the mirror lacks, such as a large compiled ``.ptx``, is left out of the case's
   tree with a note on stderr). The description is the commit message (read from the git
   dir at run time, never stored in this repository; a GitHub merge commit's body is the
