@@ -220,3 +220,11 @@ def test_a_listed_function_of_a_cpu_backend_is_no_gpu_op() -> None:
     on_the_gpu = "gather, select and scatter now keep their GPU storage."
     claims = run_review({"flex/src/int.rs": ops}, body=on_the_gpu, title="Drop the I64 asserts").claims
     assert {c.subject: c.backed for c in claims} == {"gather": False, "select": False, "scatter": False}
+
+
+def test_only_a_type_named_in_camel_case_has_the_methods_listed_after_its_with() -> None:
+    # "CudaEventWrapper with record/sync/query" lists a type's methods; "GPU loads with
+    # add/sub/mul" lists the ops that got them.
+    assert enumerated_subjects("CUDA events: CudaEventWrapper with record/sync/query", False) == []
+    found = enumerated_subjects("Added vec4 GPU loads with add/sub/mul", False)
+    assert [name for name, _ in found] == ["add", "sub", "mul"]

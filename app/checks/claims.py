@@ -512,12 +512,8 @@ def listed_title(item: Sentence) -> Claim | None:
     return claim if claim is not None and not claim.soft else None
 
 
-# "... and docs (#2181)": the upkeep a title ends on after an "and".
-_AND_UPKEEP = re.compile(
-    r"\s+and\s+(?:the\s+)?(?:docs?|documentation|tests?|readme|changelog|examples?|bench(?:es|marks?)?"
-    r"|typos?|clippy|lints?|clean\s*ups?|format(?:ting)?)\W*(?:\(#\d+\))?\W*$",
-    re.I,
-)
+# "improve cuda p2p backend and docs (#2181)": the last word of a title, after an "and".
+_LAST_AND = re.compile(r"\s+and\s+(?=\S+(?:\s+\(#\d+\))?\s*$)", re.I)
 
 
 def _without_upkeep_parts(title: str) -> str:
@@ -527,8 +523,10 @@ def _without_upkeep_parts(title: str) -> str:
     the fix; "Fix cubecl cuda all-reduce + remove useless check" the fix, which the
     removal does not negate; "improve cuda p2p backend and docs" the backend). An
     "and" often joins the objects of one verb ("Cleanup normalization and softmax
-    shaders"), so it splits off only a last word of upkeep."""
-    title = _AND_UPKEEP.sub("", title)
+    shaders"), so it splits off only a last word that is upkeep."""
+    said, *last = _LAST_AND.split(title, maxsplit=1)
+    if last and _UPKEEP.search(last[0]):
+        title = said
     first, *rest = re.split(r"(\s+[&+]\s+|,\s+)", title)
     if _UPKEEP.search(first):
         return title

@@ -64,7 +64,7 @@ _NOT_OPS_AFTER = re.compile(
 # the fields of a record, not GPU ops.
 _MEMBERS_OF_A_TYPE = re.compile(
     r"::\s*\{\s*$|\b(?:types?|structs?|enums?|traits?|guards?|wrappers?)\s+with\s+$"
-    r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\s+with\s+$"  # "CudaEventWrapper with record/sync/query"
+    r"|\b(?-i:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+)\s+with\s+$"  # "CudaEventWrapper with record/sync/query"
     r"|\b(?:stat(?:s|istics)|metrics|counters|fields|options|settings|flags|param(?:eter)?s)\b[\w\s-]{0,20}\([^()]*$",
     re.I,
 )

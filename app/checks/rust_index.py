@@ -712,10 +712,10 @@ _TEST_TEMPLATE_CALL = re.compile(rb"\b\w*test\w*\s*!\s*[({\[]")
 
 def _spliced_macro_bodies(source: bytes, root: Node) -> tuple[bytes, list[tuple[int, int]]] | None:
     """The source with each `macro_rules!` definition whose expansion defines a `fn` or
-    invokes a test template replaced by its expansion's tokens: the wrapper and the matchers blanked, `$x`
-    written `_x`, a `$( .. )*` repetition written once. Every byte keeps its offset and
-    line. Also the line spans replaced, whose parse errors are the splice's, not the
-    file's. None when there is no such definition."""
+    invokes a test template replaced by its expansion's tokens: the wrapper and the
+    matchers blanked, `$x` written `_x`, a `$( .. )*` repetition written once. Every
+    byte keeps its offset and line. Also the line spans replaced, whose parse errors
+    are the splice's, not the file's. None when there is no such definition."""
     definitions, body_parts = _macro_queries()
     spans: list[tuple[int, int]] = []
     rows: list[tuple[int, int]] = []
