@@ -653,6 +653,85 @@ def test_evidence_is_followed_through_callees_across_files() -> None:
     assert "fake-gpu-function" not in found
 
 
+def test_a_macro_the_file_defines_calls_what_it_writes_out_where_it_is_invoked() -> None:
+    from app.checks.rust_index import extract
+
+    code = b"""
+        macro_rules! dispatch_scale {
+            ($rt:expr, $launcher:path, $x:expr) => {{
+                match $rt.client() {
+                    Client::Cuda(c) => kernels::run_scale(c, $x),
+                    Client::Wgpu(c) => $launcher(c, $x),
+                }
+            }};
+        }
+        pub fn portable_scale(rt: &Runtime, x: &[f32]) -> Vec<f32> {
+            let n = x.len();
+            dispatch_scale!(rt, kernels::run_fallback, x)
+        }
+        """
+    (scale,) = extract(code).functions
+    calls = [(c.qualifier, c.name) for c in scale.calls]
+    # `$launcher(..)` is a metavariable: the path handed in is the call
+    assert calls == [("", "len"), ("", "client"), ("kernels", "run_scale"), ("kernels", "run_fallback")]
+    assert all(c.offset == scale.text.index(b"dispatch_scale!") for c in scale.calls[1:3])
+
+
+def test_a_function_a_template_writes_out_does_not_expand_the_macros_it_invokes() -> None:
+    from app.checks.rust_index import extract
+
+    code = b"""
+        macro_rules! upload {
+            ($x:expr) => {{ host_copy($x) }};
+        }
+        macro_rules! define_portable {
+            ($name:ident) => {
+                pub fn $name(x: &[f32]) -> Vec<f32> { upload!(x) }
+            };
+        }
+        """
+    (template,) = extract(code).functions
+    # `$name` is unbound where the template is written: `upload!` is expanded where it is used
+    assert template.name == "_name"
+    assert template.calls == []
+
+
+def test_a_gpu_test_reaches_a_kernel_through_a_dispatch_macro() -> None:
+    files = {
+        "src/ops.rs": """
+            macro_rules! dispatch_scale {
+                ($rt:expr, $x:expr) => {{
+                    match $rt.client() {
+                        Client::Cuda(c) => kernels::run_scale(c, $x),
+                    }
+                }};
+            }
+            pub fn portable_scale(rt: &Runtime, x: &[f32]) -> Vec<f32> {
+                dispatch_scale!(rt, x)
+            }
+            """,
+        "src/kernels.rs": """
+            pub fn run_scale(dev: &CudaDevice, x: &[f32]) -> Vec<f32> {
+                let f = dev.get_func("k", "scale").unwrap();
+                let buf = dev.htod_copy(x.to_vec()).unwrap();
+                unsafe { f.launch(LaunchConfig::for_num_elems(4), (&buf,)) }.unwrap();
+                dev.dtoh_sync_copy(&buf).unwrap()
+            }
+            """,
+        "tests/gpu.rs": """
+            #[test]
+            fn scale_on_cuda() {
+                let rt = Runtime::new(CudaDevice::new(0).expect("needs CUDA"));
+                assert_eq!(portable_scale(&rt, &[1.0]), vec![2.0]);
+            }
+            """,
+    }
+    untested = {
+        f.function for f in run_analysis(files, diff_all=True).findings if f.rule == "gpu-code-without-test"
+    }
+    assert "run_scale" not in untested
+
+
 def test_evidence_does_not_flow_through_a_method_name_defined_on_many_types() -> None:
     # `shape` is a method of seven types, one of which launches: a call to `.shape()`
     # could be any of them, so it makes the round trip below no GPU work.
@@ -760,6 +839,9 @@ def test_index_knows_crate_module_impl_and_trait() -> None:
         ("<<F as Field>::Config as Ntt<F>>::run(1)", "Ntt"),
         ("<Vec<u8>>::run(1)", ""),
         ("x.run::<f32>(1)", ""),
+        # a tuple or closure type among the generic arguments: still one call
+        ("run::<R, (F, f16, f32), Alg>(1)", ""),
+        ("Launcher::<(F, F), fn(u32) -> u32>::run(1)", "Launcher"),
     ],
 )
 def test_a_call_through_a_turbofish_is_qualified_by_its_type(call: str, qualifier: str) -> None:

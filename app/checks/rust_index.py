@@ -35,7 +35,7 @@ from app.checks.model import (
 
 # Part of the facts cache key, with the source of this file and of the modules it
 # imports: bump it when the facts change without an edit there (a new tree-sitter grammar).
-EXTRACTOR_VERSION = "43"
+EXTRACTOR_VERSION = "46"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -84,14 +84,16 @@ _HANDLER_METHODS = {"unwrap_or_else", "or_else", "map_or_else", "unwrap_or", "ma
 # The patterns below open with the character class of their first character and check
 # what precedes it in a lookbehind after it: a pattern that opens with a class lets the
 # regex engine skip ahead to candidates, which makes extraction markedly faster.
-_CALL_RE = re.compile(rb"\b([a-z_]\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\(")
+# A turbofish's arguments may hold one level of parentheses: `run::<R, (F, f16)>(..)`.
+_TURBOFISH = rb"(?:::\s*<(?:[^;{}()]|\([^;{}()]*\))*>\s*)?"
+_CALL_RE = re.compile(rb"\b([a-z_]\w*+)\s*+" + _TURBOFISH + rb"\(")
 # `dispatch_binary!(rt, kernels::run_add, ..)`, `.map(ops::relu)`: a path to a function
 # handed on as a value is called where it is handed to.
 _FN_PATH_RE = re.compile(
     rb"((?:[a-z_](?<![\w:][a-z_])\w*::)(?:[a-z_]\w*::)*)([a-z_]\w*)\b(?!\s*(?:[(!<]|::))"
 )
 # `Type { field: .. }` or `path::Type::<T> { .. }`: a struct literal builds a value of Type.
-_STRUCT_LITERAL_RE = re.compile(rb"([A-Z](?<!\w[A-Z])\w*+)\s*+(?:::\s*<[^;{}()]*>\s*)?\{")
+_STRUCT_LITERAL_RE = re.compile(rb"([A-Z](?<!\w[A-Z])\w*+)\s*+" + _TURBOFISH + rb"\{")
 # `xs.apply_op3(a, b, &RotaryEmbThd)`: a unit struct handed on as a value is built there.
 _UNIT_ARGUMENT_RE = re.compile(rb"[(,]\s*+&?\s*+([A-Z]\w*+)\s*+(?=[,)])")
 # `GgmlFlashAttn.eval(..)`: a method called on a unit struct (CamelCase, not a CONSTANT).
@@ -319,7 +321,7 @@ def _qualifier_before(text: bytes, end: int) -> str:
             first = opening
         else:
             break
-    path = text[first:end]
+    path = text[first:end].replace(b"->", b"")  # a `fn(..) -> T` argument's arrow is no bracket
     if path.startswith(b"<"):
         path = _trait_of_qualified_path(path)
     while b"<" in path:
@@ -349,7 +351,7 @@ def _opening_angle(text: bytes, closing: int) -> int:
     """Where the ``<`` matching the ``>`` at ``closing`` is, -1 when nowhere near."""
     depth = 0
     for i in range(closing, max(closing - 200, -1), -1):
-        if text[i] == 0x3E:
+        if text[i] == 0x3E and (i == 0 or text[i - 1] != 0x2D):  # a `>`, not the arrow `->`
             depth += 1
         elif text[i] == 0x3C:
             depth -= 1
@@ -796,6 +798,31 @@ def _spliced_proptest_blocks(source: bytes, root: Node) -> tuple[bytes, list[tup
 _MACRO_RULES_NAME = re.compile(rb"macro_rules!\s*([A-Za-z_]\w*)")
 
 
+# `dispatch!(..)`, `crate::dispatch!(..)`: an invocation of a macro the crate defines.
+_OWN_CRATE = frozenset({"", "crate", "$crate", "self"})
+
+
+def _expansion_calls(root: Node, blank: bytes) -> dict[str, list[Call]]:
+    """The calls each `macro_rules!` macro of the file writes out where it is invoked
+    (`dispatch_matmul!(rt, ..)` expanding to `kernels::run_matmul(c, ..)` in every
+    backend's arm), by the macro's name; a `$launcher(..)` metavariable is no call (the
+    path handed in is one where the macro is invoked). Macros that define functions
+    or tests were spliced into items already and are not found here."""
+    found: dict[str, list[Call]] = {}
+    for _, caps in QueryCursor(_macro_queries()[0]).matches(root):
+        definition = caps["definition"][0]
+        name = definition.child_by_field_name("name")
+        if name is None:
+            continue
+        calls = found.setdefault(_text(name), [])
+        for rule in definition.named_children:
+            body = rule.child_by_field_name("right") if rule.type == "macro_rule" else None
+            if body is not None:
+                text = blank[body.start_byte : body.end_byte]
+                calls.extend(c for c in _calls(text) if text[max(c.offset - 1, 0) : c.offset] != b"$")
+    return found
+
+
 def _template_of(row: int, template_rows: list[tuple[int, int]], source: bytes) -> str:
     """The name of the `macro_rules!` macro whose expansion the row is in, "" when none."""
     for first, last in template_rows:
@@ -1016,6 +1043,14 @@ def extract(source: bytes) -> FileFacts:
             functions[fi].macros.append(
                 Macro(name, qualifier, _text(args), node.start_byte - base, node.end_byte - base)
             )
+    expansions = _expansion_calls(tree.root_node, blank) if b"macro_rules!" in as_written else {}
+    for fn in functions:
+        invoked = [m for m in fn.macros if m.qualifier in _OWN_CRATE and expansions.get(m.name)]
+        # A function a template writes out (`fn $name`) is indexed as written, its
+        # metavariables unbound: what a macro it invokes expands to is not known there.
+        if invoked and not _within(fn.line, template_rows):
+            fn.calls.extend(c._replace(offset=m.offset) for m in invoked for c in expansions[m.name])
+            fn.calls.sort(key=lambda call: call.offset)
     defined = {fn.name for fn in functions}
     item_macros: list[ItemMacro] = []
     template_calls: list[tuple[str, str]] = []
