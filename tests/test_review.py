@@ -2458,10 +2458,24 @@ def test_the_arms_a_diff_adds_to_a_dispatch_are_tested_only_by_a_test_that_takes
         "[shaders] More graceful error handling",
         "Add cuda error msg",
         "ack api changes in cuda",
+        "Fix cuda warn",  # a compiler warning
+        "Correct memory info for wgpu",  # a report about the GPU
     ],
 )
 def test_a_title_about_the_plumbing_of_gpu_code_claims_nothing(title: str) -> None:
     assert run_review(_WGPU_UNTESTED, body="", title=title).claims == []
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "docs(examples): add comments for wgpu backend compatibility",
+        "Allow too_many_arguments on the wgpu kernel dispatchers (softmax_wgpu) where args map 1:1.",
+    ],
+)
+def test_comments_and_lint_allowances_on_gpu_code_claim_nothing(sentence: str) -> None:
+    files = {path: code.replace("fn softmax(", "fn softmax_wgpu(") for path, code in _WGPU_UNTESTED.items()}
+    assert run_review(files, body=f"Some cleanup.\n\n{sentence}\n", title="Tidy up").claims == []
 
 
 @pytest.mark.parametrize(
@@ -2553,6 +2567,7 @@ def test_declaring_a_drivers_functions_is_no_gpu_work() -> None:
         "softmax shader implementation + test",  # the test comes with the op
         "Fix softmax shader for larger inputs and add an additional test",
         "fix(gpu): fix softmax shader when the row is not a multiple of 4",  # the case fixed, negated
+        "Handle the case where the softmax input is not contiguous in the wgpu backend",  # so here
         "Get the softmax example to run on wgpu.",  # an example that runs on the GPU
         "Add more softmax functions from torch::wgpu",  # a C++ namespace, no comparison with PyTorch
         "Fix softmax shader on wgpu & pypi readme",  # the readme is upkeep of its own

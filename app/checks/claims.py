@@ -268,7 +268,7 @@ _UPKEEP = re.compile(
     rf"|\b(?:gpu|{_BACKENDS})\s+(?:[\w-]+\s+)?tests?\b|\bin\s+test-\w+"  # a backend's ("GPU pool tests")
     rf"|\b(?:{_BACKENDS})\s+v?\d+\.\d+"  # "Support CUDA 12.9 and 13.0": a toolkit's release
     r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lints?"
-    r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|ci|logging|warnings?|macros?"
+    r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|ci|logging|warn(?:ings?|s)?|macros?"
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*"
     r"|cargo|rerun-if-changed|when\s+(?:building|compiling)|(?:static\s+)?linking"
     r"|(?:avoid|skip|stop)\w*\s+(?:compil|build|link)\w*"  # "Avoid compiling any OpenCL on macos"
@@ -299,7 +299,8 @@ _TOPIC_NOISE = re.compile(
     re.I,
 )
 # "the cuda panic", "cudnn error msg", "ack api changes in metal", "compute cap from
-# env", "workspace setting", "cubecl macro", "cuda structure", "partial
+# env", "workspace setting", "cubecl macro", "cuda structure", "memory info", "comments
+# for Metal backend compatibility", "partial
 # ContextProperties struct", "candle-nn/cuda feature", "cuda-all image", "wgpu files",
 # "GPU work a span", "cuda mod and poc", "ptx compilation make rule", "error handling",
 # "Metal GPU stubs", "cuda fft fuzzer", "the metal job", "gpu memory tracking metrics",
@@ -307,11 +308,12 @@ _TOPIC_NOISE = re.compile(
 # a subject whose head noun is the plumbing or tooling around GPU code (its messages,
 # errors and their handling, interfaces, settings, names, macros, types, scaffolding,
 # stubs, modules, cargo features and dependencies, build rules, images, files, trace
-# spans, fuzzers, profilers, metrics, lints, `cfg` settings, CI jobs), not GPU work.
+# spans, fuzzers, profilers, metrics and other reports, lints, comments, `cfg` settings,
+# CI jobs), not GPU work.
 _PLUMBING_HEAD = re.compile(
     r"\b(?:panics?|messages?|msgs?|errors?|apis?|api\s+changes|env|environment|settings?|config(?:s|uration)?"
     r"|names?|checks?|macros?|flags?|features?|images?|files?|spans?|stubs?|fuzz\w*|profil(?:er|ing)|jobs?"
-    r"|metrics?|telemetry|stat(?:s|istics)|counters?|lints?|cfg\w*"
+    r"|metrics?|telemetry|stat(?:s|istics)|info|information|counters?|lints?|comments?|cfg\w*"
     r"|(?:make|build|compil\w*|link\w*)\s+(?:rules?|issues?|errors?|failures?|problems?|warnings?|breakage)"
     r"|compilation|(?:error|exception)\s+handling|dependenc\w+|deps"
     r"|builders?|(?:architecture|arch)\s+(?:suffix\w*|names?|lists?)"
@@ -323,9 +325,10 @@ _PLUMBING_HEAD = re.compile(
 )
 _WHAT_IT_IS_FOR = re.compile(r"\s+(?:for|of)\s+", re.I)  # "error handling for softmax"
 _REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
-# "fix delta calculation when Torus is not a 64-bit type": the case a fix is for, whose
-# negation negates the case, not the claim.
-_CONDITION = re.compile(r"\s+(?:when|if|unless|whenever)\b.*", re.I)
+# "fix delta calculation when Torus is not a 64-bit type", "Handle the case where the
+# kernel is not contiguous": the case a fix is for, whose negation negates the case, not
+# the claim.
+_CONDITION = re.compile(r"\s+(?:when|if|unless|whenever|where)\b.*", re.I)
 _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
 _BFLOAT = re.compile(r"\bbfloat(?:16)?\b", re.I)  # "missing bfloat unary kernels" are bf16's
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)

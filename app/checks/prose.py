@@ -135,7 +135,8 @@ NOT_DONE_WORK = re.compile(
     r"|unchanged|untouched|kept|pre-?existing|already|removed?|deleted?|deprecated|revert(?:ed|s)?"
     r"|scaffold\w*|skeletons?|stub(?:s|bed)?"  # the spec's underclaims: GPU work begun, not done
     r"|instead of|rather than|out of scope|skips?|skipped|ignored?|tests?|probes?|benchmarks?"
-    r"|renam\w*|refactor\w*|typos?|comments?|docs?|documentation|formatting|clippy|lint"
+    r"|renam\w*|refactor\w*|typos?|comments?|docs?|documentation|formatting|clippy|lints?"
+    r"|allow(?:s|ed|ing)?\s+(?:clippy::)?[a-z]+(?:_[a-z]+)+"  # "Allow too_many_arguments on ..": a lint
     r"|private|helpers?|converters?|accessors?|diagnostics?|rustdoc|signatures?|refined|guards?|unwrap\w*"
     r"|(?:sys|ffi|raw)\s+bindings?"  # declarations of a driver's functions, no call of them
     r"|(?<!gpu )(?<!cuda )(?<!metal )panics?)\b",  # "Fix X GPU panic" says X now works on the GPU
