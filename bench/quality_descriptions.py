@@ -37,7 +37,8 @@ kinds of case:
   forecast-bio/ferrotorch, huggingface/candle and tracel-ai/burn again for
   ``heldout54_ferrotorch``, ``heldout55_candle`` and ``heldout56_burn``;
   huggingface/candle, tracel-ai/burn and EricLBuehler/mistral.rs again for
-  ``heldout57_candle``, ``heldout58_burn`` and ``heldout59_mistral``;
+  ``heldout57_candle``, ``heldout58_burn`` and ``heldout59_mistral``, and again for
+  ``heldout60_candle``, ``heldout61_burn`` and ``heldout62_mistral``;
   a file the mirror lacks, such as a large compiled ``.ptx``, is left out of the case's
   tree with a note on stderr). The description is the commit message (read from the git
   dir at run time, never stored in this repository; a GitHub merge commit's body is the
