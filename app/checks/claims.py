@@ -313,7 +313,7 @@ _TOPIC_NOISE = re.compile(
 _PLUMBING_HEAD = re.compile(
     r"\b(?:panics?|messages?|msgs?|errors?|apis?|api\s+changes|env|environment|settings?|config(?:s|uration)?"
     r"|names?|checks?|macros?|flags?|features?|images?|files?|spans?|stubs?|fuzz\w*|profil(?:er|ing)|jobs?"
-    r"|metrics?|telemetry|stat(?:s|istics)|info|information|counters?|lints?|comments?|cfg\w*"
+    r"|metrics?|telemetry|stat(?:s|istics)|info(?:rmation)?|counters?|lints?|comments?|cfg\w*"
     r"|(?:make|build|compil\w*|link\w*)\s+(?:rules?|issues?|errors?|failures?|problems?|warnings?|breakage)"
     r"|compilation|(?:error|exception)\s+handling|dependenc\w+|deps"
     r"|builders?|(?:architecture|arch)\s+(?:suffix\w*|names?|lists?)"
