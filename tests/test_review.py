@@ -610,6 +610,16 @@ def test_the_code_check_counts_only_the_rust_files_of_the_change(
         ("", "Add the metal kernels.", []),  # a backend is no subject
         ("", "Add the cuda kernel impl.", []),
         ("Fix non-cuda scale", "", []),  # a fix for the builds without the GPU
+        ("Mistral fix", "* Fix when running on the gpu.", []),  # the case a fix is for names nothing
+        ("Add the where kernels.", "", ["where"]),  # `where_cond`: an op, not a case
+        ("Infer convolution kernel shape from weight", "", []),  # a convolution's kernel: its weights
+        ("Fix Conv1d kernel for ONNX importing", "", []),  # importing a model is host work
+        ("Housekeeping", "* Make the cuda kernels build with max sm_90 capability", []),  # a build setting
+        ("Housekeeping", "* add CubeCL impl", []),  # a backend's implementation of nothing named
+        ("Housekeeping", "* add cuda impl", ["cuda backend"]),
+        ("Scale for the non-flash-attn version", "", []),  # the path without FlashAttention's kernels
+        ("Add flash-attn support for scale.", "", ["flash-attn scale"]),  # FlashAttention is CUDA's
+        ("Fix flash attention scale", "", ["flash attention scale"]),
         ("Scale (#54)", "* Host functionality, tests\n* Scale on CUDA added", ["Scale"]),  # the verb after
         ("", "Scale for the GPU was implemented.", ["Scale"]),
         ("", "Claim shapes 'Scale on CUDA added' and 'scale for the GPU' are read.", []),  # quoted
@@ -738,6 +748,52 @@ def test_dynamic_dispatch_reaches_the_impls_of_the_types_the_test_builds() -> No
     }
     assert claims_of("Implemented ScaleBackward on the GPU.", files) == [("ScaleBackward", True)]
     assert claims_of("Implemented ShiftBackward on the GPU.", files) == [("ShiftBackward", False)]
+
+
+def test_a_method_called_on_a_local_runs_the_method_of_the_type_its_let_builds() -> None:
+    # mistral.rs's fp8 test: `let lin = Linear::new(..); lin.forward(&xs)` runs the
+    # `forward` of candle's `Linear` (a type of another crate, of which the workspace
+    # has only a trait impl), not the workspace's `ScaleLinear::forward`, though
+    # code the test reaches builds a ScaleLinear.
+    others = [f"Other{i}Backward" for i in range(8)]
+    ops = """
+    pub trait GradFn { fn backward(&self, x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError>; }
+    pub trait Merge { fn merge(&self) -> f32; }
+    impl Merge for Linear { fn merge(&self) -> f32 { 1.0 } }
+    pub struct ScaleLinear { factor: f32 }
+    impl ScaleLinear {
+        pub fn new(factor: f32) -> Self { Self { factor } }
+        pub fn forward(&self, x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> { gpu_scale(x, dev) }
+    }
+    pub fn load_layers(dev: &CudaDevice) -> Vec<ScaleLinear> { vec![ScaleLinear { factor: 1.0 }] }
+    """
+    forwards = "".join(
+        f"""
+    pub struct Layer{i};
+    impl Layer{i} {{ pub fn forward(&self, x: &CudaSlice<f32>) -> f32 {{ {i}.0 }} }}
+    """
+        for i in range(8)
+    )
+    test = """
+    #[test]
+    fn linear_on_cuda() {
+        let dev = CudaDevice::new(0).expect("this test needs a CUDA device");
+        let x = dev.htod_copy(vec![1.0f32; 4]).unwrap();
+        let _layers = load_layers(&dev);
+        let lin = Linear::new(x.clone(), None);
+        lin.forward(&x, &dev).unwrap();
+    }
+    """
+    files = {"src/lib.rs": KERNEL + ops + forwards + _grad_fns(others), "tests/gpu.rs": test}
+    assert claims_of("Implemented ScaleLinear on the GPU.", files) == [("ScaleLinear", False)]
+    # Built as the workspace's own type, the local runs that type's method.
+    files["tests/gpu.rs"] = test.replace("Linear::new(x.clone(), None)", "ScaleLinear::new(2.0)")
+    assert claims_of("Implemented ScaleLinear on the GPU.", files) == [("ScaleLinear", True)]
+    # A type annotation says it too.
+    files["tests/gpu.rs"] = test.replace(
+        "let lin = Linear::new(x.clone(), None);", "let lin: ScaleLinear = make_linear();"
+    )
+    assert claims_of("Implemented ScaleLinear on the GPU.", files) == [("ScaleLinear", True)]
 
 
 def test_a_fallback_the_diff_adds_in_a_helper_counts_against_the_op() -> None:
@@ -906,6 +962,21 @@ def test_a_changed_kernel_file_changes_the_functions_that_launch_it() -> None:
     # A header is shared by every kernel: touching it changes no function of its own.
     result = review(sources, RepoConfig(), {"kernels/src/cuda_utils.cuh": frozenset({1})}, title, "")
     assert [(c.subject, c.functions) for c in result.claims] == [("fill_*", [])]
+    # The Metal shader of the same name is another backend's: candle's CUDA backend
+    # launches the `FILL` of its kernels crate, not the Metal crate's.
+    backend = lib.replace("pub const FILL", "// pub const FILL").replace("FILL)", "kernels::FILL)")
+    metal = 'pub const FILL: &str = include_str!("fill.metal");\n'
+    sources = [
+        SourceFile(
+            "cuda-kernels/src/lib.rs", extract(b'pub const FILL: &str = include_str!("/fill.ptx");\n')
+        ),
+        SourceFile("metal-kernels/src/lib.rs", extract(metal.encode())),
+        SourceFile("core/src/cuda_backend/mod.rs", extract(textwrap.dedent(backend).encode())),
+    ]
+    result = review(sources, RepoConfig(), {"metal-kernels/src/fill.metal": frozenset({3})}, title, "")
+    assert [(c.subject, c.functions) for c in result.claims] == [("fill_*", [])]
+    result = review(sources, RepoConfig(), {"cuda-kernels/src/fill.cu": frozenset({3})}, title, "")
+    assert [(c.subject, [f.fn.name for f in c.functions]) for c in result.claims] == [("fill_*", ["ones"])]
 
 
 def test_a_wrapper_of_a_tested_launcher_is_tested_through_it() -> None:
@@ -1229,6 +1300,8 @@ def test_a_terse_title_is_held_to_the_evidence_of_the_change() -> None:
         "Pool query sets to fix metal",
         "feat: expanded DirectML options",  # ONNX Runtime's GPU execution providers
         "fix: register the TensorRT provider",
+        "Add flash-attn support for stable-lm.",  # FlashAttention's kernels are CUDA's
+        "Fix flash attn v3 for bf16",
     ],
 )
 def test_a_title_that_puts_its_work_on_the_gpu_is_a_claim_even_naming_no_function(title: str) -> None:
@@ -1936,7 +2009,7 @@ def test_a_test_that_reaches_the_gpu_acquisition_of_its_library_is_a_gpu_test() 
 
 def test_a_lazy_static_loading_kernel_files_is_a_kernel_source() -> None:
     facts = extract(textwrap.dedent(_SHADER_RUNTIME["rt/src/compiler.rs"]).encode())
-    assert [(s.name, s.files) for s in facts.gpu_sources] == [("TEMPLATES", ("activation",))]
+    assert [(s.name, s.files) for s in facts.gpu_sources] == [("TEMPLATES", ("activation.wgsl",))]
 
 
 def test_an_unsupported_arm_the_diff_does_not_add_is_no_gap() -> None:

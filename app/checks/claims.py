@@ -55,9 +55,10 @@ _BACKEND = rf"(?:gpu|ptx|{_BACKENDS})"  # the word that names a GPU backend
 # kernel ("exhausting kernel stack", "the guest kernel").
 _KERNEL = (
     # An OS kernel, a zkVM guest's, an ONNX custom operator's (host code: "threadpool
-    # access in operator kernels", "kernel attribute types") is no GPU kernel.
+    # access in operator kernels", "kernel attribute types") is no GPU kernel; nor is a
+    # convolution's ("Infer convolution kernel shape from weight").
     r"(?<!linux )(?<!guest )(?<!operator )(?:kernel|shader)s?"
-    r"(?!\s+(?:stack|mode|space|panics?|images?|elf|binar\w*|entry|syscalls?|attributes?)\b)"
+    r"(?!\s+(?:stack|mode|space|panics?|images?|elf|binar\w*|entry|syscalls?|attributes?|shapes?|sizes?)\b)"
 )
 # What an implementation of an op for a backend is called.
 _IMPLEMENTATION = rf"(?:implementation|{_KERNEL}|support|bindings?|version|variant)"
@@ -253,7 +254,9 @@ _MOST_WORDS_OF_A_TITLE = 10
 _BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|webgpu|vulkan|rocm|opencl)(?![a-z])", re.I)
 # A title that names a GPU backend (or the GPU) as the place of the work.
 _BACKEND_WORD = re.compile(
-    rf"\b(?:gpu|{_BACKENDS}|hip|spirv|cudnn|cublas\w*|tensorrt|directml|ptx|wgsl|msl|mps)\b", re.I
+    rf"\b(?:gpu|{_BACKENDS}|hip|spirv|cudnn|cublas\w*|tensorrt|directml|ptx|wgsl|msl|mps"
+    r"|flash[- ]?(?:attn|attention))\b",  # FlashAttention's kernels are CUDA's
+    re.I,
 )
 # Upkeep, not GPU work: a title about it makes no claim ("Update cubecl", "Metal commands
 # refactoring", "Split the cuda error file", "ci: fix wgpu-info", "fix/cudnn/test: ..",
@@ -268,12 +271,13 @@ _UPKEEP = re.compile(
     rf"|\b(?:gpu|{_BACKENDS})\s+(?:[\w-]+\s+)?tests?\b|\bin\s+test-\w+"  # a backend's ("GPU pool tests")
     rf"|\b(?:{_BACKENDS})\s+v?\d+\.\d+"  # "Support CUDA 12.9 and 13.0": a toolkit's release
     r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lints?"
-    r"|exports?|re-?exports?|imports?|naming|benchmarks?|benches|ci|logging|warn(?:ings?|s)?|macros?"
+    r"|exports?|re-?exports?|import(?:s|ing|er)?|naming|benchmarks?|benches|ci|logging|warn(?:ings?|s)?|macros?"
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*"
     r"|cargo|rerun-if-changed|when\s+(?:building|compiling)|(?:static\s+)?linking"
     r"|(?:avoid|skip|stop)\w*\s+(?:compil|build|link)\w*"  # "Avoid compiling any OpenCL on macos"
     r"|fix(?:es|ed|ing)?\s+(?:the\s+|a\s+)?(?:build|compil\w*))\b"  # "Fix build for cuda graph"
     r"|\bto\s+(?:compile|build|link)\b"  # "fix metal_profile to compile with metal"
+    r"|\bbuilds?\s+with\b"  # "Make flash-attn build with max sm_90 capability"
     # "Add new CUDA default path for Ubuntu 24.04": where the toolkit is installed
     r"|\b(?:default|install\w*|library|lib|include|search|toolkit|sdk)\s+paths?\b"
     rf"|\b{_IN_AN_EXAMPLE_WORDS}"  # "Add vulkan in example"
@@ -295,7 +299,8 @@ _TOPIC_NOISE = re.compile(
     r"|enabl(?:e[sd]?|ing)|implement\w*|feat|perf|mak(?:e|es|ing)|allow\w*|us(?:e[sd]?|ing)"
     r"|faster|better|new|initial|first|draft|more|some|small"
     rf"|the|a|an|for|on|in|to|of|with|and|from|via|gpu|{_BACKENDS}|hip|spirv"
-    rf"|backends?|{_KERNEL}|ops?|operations?|operators?|nodes?|paths?|tests?)\b|\(#\d+\)",
+    rf"|backends?|{_KERNEL}|impls?|implementations?|ops?|operations?|operators?|nodes?|paths?|tests?)\b"
+    r"|\(#\d+\)",
     re.I,
 )
 # "the cuda panic", "cudnn error msg", "ack api changes in metal", "compute cap from
@@ -329,6 +334,8 @@ _REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
 # kernel is not contiguous": the case a fix is for, whose negation negates the case, not
 # the claim.
 _CONDITION = re.compile(r"\s+(?:when|if|unless|whenever|where)\b.*", re.I)
+# A topic that is only the case a fix is for ("when running"); "where" is an op too.
+_CASE_ONLY = re.compile(r"(?:when|if|unless|whenever)\s", re.I)
 _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
 _BFLOAT = re.compile(r"\bbfloat(?:16)?\b", re.I)  # "missing bfloat unary kernels" are bf16's
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
@@ -479,6 +486,8 @@ def title_topic(title: Sentence) -> Claim | None:
         return None
     unlabelled = _BRANCH_PREFIX.sub(" ", said)
     subject = _topic_of(unlabelled)
+    if _CASE_ONLY.match(subject) and not _BACKEND_NAME.search(unconditioned):
+        return None  # "Fix when running on the gpu": it names only the case a fix is for
     backend = _BACKEND_NAME.search(unlabelled)
     if backend and not subject:
         subject = f"{backend.group()} backend"  # "added cuda support", "Fixing metal backend."

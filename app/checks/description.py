@@ -17,6 +17,19 @@ from app.checks.workspace import IndexedFunction, Workspace
 # Kernel source and its headers (`kernels/src/fill.cu`, `keyswitch.cuh`): GPU code
 # gpuproof does not read; the group is the name a kernel constant includes it by.
 KERNEL_SOURCE_PATH = re.compile(rf"([\w-]+)\.(?:{KERNEL_FILE_EXTENSIONS}|cuh)$", re.I)
+# The toolchain of a kernel file, by extension; the rest are shaders (WGSL, SPIR-V,
+# GLSL, HLSL). A `unary.metal` the diff changes is not the `unary.ptx` a constant of
+# the CUDA backend includes (candle has both).
+_TOOLCHAINS = {"metal": "metal", **dict.fromkeys(("ptx", "cu", "cuh", "cubin", "fatbin"), "cuda")}
+
+
+def kernel_file_key(path: str) -> tuple[str, str] | None:
+    """(name, toolchain) of a kernel file: ``("fill", "cuda")`` for `kernels/src/fill.cu`
+    and for the `fill.ptx` it compiles to; None for another file."""
+    found = KERNEL_SOURCE_PATH.search(path)
+    if found is None:
+        return None
+    return found.group(1), _TOOLCHAINS.get(path.rsplit(".", 1)[1].lower(), "shader")
 
 
 @dataclass

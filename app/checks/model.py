@@ -128,7 +128,7 @@ class GpuSource:
     name: str
     line: int
     end_line: int
-    files: tuple[str, ...] = ()  # kernel files it includes, by stem ("fill" for `/fill.ptx`)
+    files: tuple[str, ...] = ()  # kernel files it includes, by name ("fill.ptx" for `/fill.ptx`)
 
 
 @dataclass(slots=True)

@@ -92,6 +92,7 @@ DEVICE_WORDS = (
     r"gpus?|cuda|ptx|cubecl|wgpu|on-device|device-resident|cublas\w*|cudnn|cusolver|cusparse"
     r"|cufft|nccl|msl|metal|mps|hip|rocm|vulkan|opencl|wgsl|tensor cores?|shaders?"
     r"|tensorrt|directml"  # ONNX Runtime's GPU execution providers (NVIDIA's, DirectX 12's)
+    r"|flash[- ]?(?:attn|attention)"  # FlashAttention: CUDA kernels (candle-flash-attn, flash-attn v2/v3)
 )
 GPU_WORDS = rf"{DEVICE_WORDS}|kernels?"
 GPU_WORD = re.compile(rf"\b(?:{GPU_WORDS})\b|Gpu[A-Z]", re.I)
@@ -104,7 +105,7 @@ DTYPE_NAME = re.compile(r"\b(?:[fiu](?:8|16|32|64)|bf16)\b", re.I)
 # no data: no GPU runs it), names such as "InductorTarget::CpuC" and "CpuStorage", and
 # SIMD, the CPU's vector units ("SIMD exp kernel + rayon"; Metal's "SIMD-group" is the GPU's).
 HOST_WORDS = (
-    r"cpu|host|libm|simd(?![-\s]?groups?)|non-(?:cuda|gpu|metal|wgpu|opencl)|meta[- ]devices?"
+    r"cpu|host|libm|simd(?![-\s]?groups?)|non-(?:cuda|gpu|metal|wgpu|opencl|flash[- ]?attn)|meta[- ]devices?"
     r"|(?-i:Cpu[A-Z]\w*)"
 )
 HOST_WORD = re.compile(rf"\b(?:{HOST_WORDS})\b", re.I)

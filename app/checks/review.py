@@ -5,16 +5,21 @@ rendering it for GitHub is ``app.report.checkrun``'s job."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from app.checks.claims import Claim, ReviewAnswers, answer_questions
-from app.checks.description import KERNEL_SOURCE_PATH, description_context, kernel_sources
+from app.checks.description import description_context, kernel_file_key, kernel_sources
 from app.checks.engine import Analysis, Touched, analyze_workspace, touches
 from app.checks.model import Finding
 from app.checks.rules import DESCRIPTION_RULES
 from app.checks.workspace import IndexedFunction, SourceFile, Workspace
 from app.config import RepoConfig
+
+# The backend a function's path or name names (`candle-core/src/cuda_backend/mod.rs`,
+# `Sigmoid::cuda_fwd`): the toolchain of the kernel files it can launch.
+_BACKEND_NAMED = re.compile(r"cuda|metal")
 
 DESCRIPTION_PATH = "PR description"
 MAX_OPS_QUESTIONED = 40  # the 4e block answers for at most this many ops
@@ -45,7 +50,9 @@ def review(
     # A function is changed when its lines are, or when the kernel source it launches is.
     kernel_files = kernel_sources(touched)
     kernels = _changed_kernel_sources(ws, touched, kernel_files)
-    kernel_names = {name for _, name in kernels}
+    kernel_names: dict[str, set[str]] = {}  # name -> the toolchains of its changed files
+    for _, name, toolchain in kernels:
+        kernel_names.setdefault(name, set()).add(toolchain)
     changed = [
         f
         for f in ws.functions
@@ -67,25 +74,40 @@ def review(
     return Review(code, description, ctx.claims, answers, touched, len(ops), kernel_files)
 
 
-def _launches_changed_source(item: IndexedFunction, kernels: set[tuple[str, str]], names: set[str]) -> bool:
+def _launches_changed_source(
+    item: IndexedFunction, kernels: set[tuple[str, str, str]], names: dict[str, set[str]]
+) -> bool:
     """Whether the function names a kernel source constant the diff changes (``kernels``
-    as (file, name), ``names`` their names): the one of its own file when its file
-    defines that name (dfdx defines a `PTX_SRC` in every kernel file), else any file's."""
+    as (file, name, toolchain), ``names`` their names and toolchains): the one of its own
+    file when its file defines that name (dfdx defines a `PTX_SRC` in every kernel file),
+    else any file's whose kernel file is of the function's backend (candle's CUDA backend
+    launches a `kernels::UNARY` built from `unary.cu`, not the Metal one of that name)."""
     if not item.kernel_sources:
         return False
     own = {source.name for source in item.file.facts.gpu_sources}
-    return any((item.path, name) in kernels if name in own else name in names for name in item.kernel_sources)
+    backends = set(_BACKEND_NAMED.findall(f"{item.path} {item.fn.qualname}".lower()))
+    return any(
+        any(path == item.path and changed == name for path, changed, _ in kernels)
+        if name in own
+        else any(not (backends and toolchain) or toolchain in backends for toolchain in names.get(name, ()))
+        for name in item.kernel_sources
+    )
 
 
-def _changed_kernel_sources(ws: Workspace, touched: Touched, kernel_files: list[str]) -> set[tuple[str, str]]:
-    """(file, name) of the GPU kernel source constants (PTX, WGSL, CUDA C) the diff
-    touches, in the Rust file or in the kernel file the constant includes (`fill.cu`
-    compiled to the `fill.ptx` of `FILL`; ``kernel_files``, the diff's kernel files)."""
-    names = {m.group(1) for path in kernel_files for m in [KERNEL_SOURCE_PATH.search(path)] if m}
-    return {
-        (file.path, source.name)
-        for file in ws.files
-        for source in file.facts.gpu_sources
-        if any(source.line <= line <= source.end_line for line in touched.get(file.path, ()))
-        or names.intersection(source.files)
-    }
+def _changed_kernel_sources(
+    ws: Workspace, touched: Touched, kernel_files: list[str]
+) -> set[tuple[str, str, str]]:
+    """(file, name, toolchain) of the GPU kernel source constants (PTX, WGSL, CUDA C) the
+    diff touches, in the Rust file (toolchain "") or in the kernel file the constant
+    includes (`fill.cu` compiled to the `fill.ptx` of `FILL`, toolchain "cuda";
+    ``kernel_files``, the diff's kernel files)."""
+    changed_files = set(filter(None, map(kernel_file_key, kernel_files)))
+    found: set[tuple[str, str, str]] = set()
+    for file in ws.files:
+        written = touched.get(file.path, ())
+        for source in file.facts.gpu_sources:
+            if any(source.line <= line <= source.end_line for line in written):
+                found.add((file.path, source.name, ""))
+            for key in changed_files.intersection(map(kernel_file_key, source.files)):
+                found.add((file.path, source.name, key[1]))
+    return found

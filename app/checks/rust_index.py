@@ -434,7 +434,7 @@ _GPU_SOURCE_RE = re.compile(
 # Kernel files by extension (headers are not kernels of their own), as a constant
 # includes them: `include_str!(concat!(env!("OUT_DIR"), "/fill.ptx"))`, `include_str!("reduce.metal")`.
 KERNEL_FILE_EXTENSIONS = "ptx|cu|metal|wgsl|spv|cubin|fatbin|hlsl|glsl"
-_KERNEL_FILE_RE = re.compile(rf"([\w-]+)\.(?:{KERNEL_FILE_EXTENSIONS})\b".encode(), re.I)
+_KERNEL_FILE_RE = re.compile(rf"[\w-]+\.(?:{KERNEL_FILE_EXTENSIONS})\b".encode(), re.I)
 _KERNEL_ITEM_ARGS = re.compile(
     rf"^\(\s*([A-Za-z_]\w*)\s*,[^;]*?\.(?:{KERNEL_FILE_EXTENSIONS})\b".encode(), re.I | re.S
 )
@@ -636,7 +636,7 @@ def _kernel_source_item(node: Node, args: Node) -> list[GpuSource]:
     found = _KERNEL_ITEM_ARGS.match(text) or (_KERNEL_FILE_RE.search(text) and _LAZY_STATIC_NAME.search(text))
     if not found:
         return []
-    files = tuple(dict.fromkeys(m.group(1).decode() for m in _KERNEL_FILE_RE.finditer(text)))
+    files = tuple(dict.fromkeys(m.group().decode() for m in _KERNEL_FILE_RE.finditer(text)))
     return [GpuSource(found.group(1).decode(), node.start_point.row + 1, node.end_point.row + 1, files)]
 
 
@@ -938,7 +938,7 @@ def extract(source: bytes) -> FileFacts:
             _text(name),
             name.start_point.row + 1,
             value.end_point.row + 1,
-            tuple(m.group(1).decode() for m in _KERNEL_FILE_RE.finditer(value.text or b"")),
+            tuple(m.group().decode() for m in _KERNEL_FILE_RE.finditer(value.text or b"")),
         )
         for name, value in consts
         if _GPU_SOURCE_RE.search(value.text or b"")

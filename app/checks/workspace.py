@@ -294,6 +294,8 @@ class Workspace:
             if item.fn.trait and not item.fn.impl_type:
                 self._default_methods.setdefault(item.fn.trait, set()).add(item.fn.name)
         self._picked: dict[tuple[Key, str], list[int]] = {}  # (call key, caller's file) -> targets
+        self._local_types: dict[tuple[int, int], str] = {}  # (id() of a caller, call offset) -> _local_type
+        self._lets: dict[int, dict[str, list[tuple[int, str]]]] = {}  # id() of a function -> _let_types
         self._propagate_evidence()
 
     def index_of(self, item: IndexedFunction) -> int:
@@ -342,6 +344,10 @@ class Workspace:
         (``Pool2D { .. }.map(..)`` is ``Map1::map`` when ``Pool2D`` implements ``Map1``:
         a name as common as ``map`` resolves no other way)."""
         key = call_key(call, caller.fn)
+        if key is not None and key[0] == "m":
+            bound = self._local_type(call, caller)
+            if bound:
+                key = ("t", bound, call.name)
         keys = [key] if key is not None else []
         if key is not None and key[0] == "t" and key not in self.definitions and key[1] in self._type_aliases:
             keys = [("t", target, key[2]) for target in self._type_aliases[key[1]]]
@@ -351,6 +357,29 @@ class Workspace:
                     if call.name in self._default_methods.get(trait, ()):
                         keys.append(("t", trait, call.name))
         return keys
+
+    def _local_type(self, call: Call, caller: IndexedFunction) -> str:
+        """The type of the local a method is called on, when its ``let`` says it
+        (``let lin = Linear::new(..);`` then ``lin.forward(..)``): the call runs that
+        type's method, not every ``forward`` of the workspace. "" when the binding does
+        not say, or when the type may hand the call on (a ``Deref`` of its own)."""
+        cache_key = (id(caller), call.offset)
+        found = self._local_types.get(cache_key)
+        if found is None:
+            lets = self._lets.get(id(caller))
+            if lets is None:
+                lets = self._lets[id(caller)] = _let_types(caller.fn.text)
+            found = _bound_type(lets, caller.fn.text, call.offset)
+            methods = [
+                self.functions[i].fn.name
+                for name in (found, *self._type_aliases.get(found, ()))
+                if name
+                for i in self.methods_of(name)
+            ]
+            if not methods or (call.name not in methods and "deref" in methods):
+                found = ""  # a type of another crate, or one that derefs to another: the name decides
+            self._local_types[cache_key] = found
+        return found
 
     def _traits_of(self, type_name: str) -> set[str]:
         traits = self._traits.get(type_name)
@@ -595,6 +624,53 @@ class Workspace:
 
 
 _TYPE_NAME = re.compile(rb"\b[A-Z]\w*")
+# The receiver of a method call when it is a plain local: `lin` in `lin.forward(`.
+_RECEIVER = re.compile(rb"(?<![\w.:)\]?])([a-z_]\w*)\s*\.\s*$")
+_LONGEST_RECEIVER = 80  # bytes before a call that its receiver is looked for in
+# A `let` of a plain local, with the type its annotation names.
+_LET = re.compile(rb"\blet\s+(?:mut\s+)?([a-z_]\w*)\s*(?::\s*&?\s*(?:mut\s+)?([A-Z]\w*)\b[^=;]*)?=\s*")
+# A value built by a constructor of its type (`Linear::new(..)`, `Linear::from_weights(..)?`,
+# `Linear { .. }`), as the whole of what a `let` binds.
+_CONSTRUCTOR = re.compile(rb"(?P<built>[A-Z]\w*)\s*(?:::\s*(?:new|with|from|try_new|default)\w*\s*\(|\{)")
+_AFTER_CONSTRUCTOR = re.compile(rb"\s*(?:\?|\.unwrap\(\)|\.expect\([^;]*?\))?\s*;")
+
+
+def _let_types(text: bytes) -> dict[str, list[tuple[int, str]]]:
+    """Each local a function's ``let``s bind: (offset, the type the ``let`` says it has,
+    or "" when it does not say), in order."""
+    found: dict[str, list[tuple[int, str]]] = {}
+    for let in _LET.finditer(text):
+        type_name = let.group(2) or b""
+        built = None if type_name else _CONSTRUCTOR.match(text, let.end())
+        if built is not None:
+            end = _balanced_end(text, built.end() - 1)
+            if end >= 0 and _AFTER_CONSTRUCTOR.match(text, end):
+                type_name = built.group("built")
+        found.setdefault(let.group(1).decode(), []).append((let.start(), type_name.decode()))
+    return found
+
+
+def _bound_type(lets: dict[str, list[tuple[int, str]]], text: bytes, offset: int) -> str:
+    """The type the last ``let`` of the receiver of the call at ``offset`` gives it, or ""."""
+    receiver = _RECEIVER.search(text, max(0, offset - _LONGEST_RECEIVER), offset)
+    if receiver is None:
+        return ""
+    bound = [type_name for start, type_name in lets.get(receiver.group(1).decode(), ()) if start < offset]
+    return bound[-1] if bound else ""
+
+
+def _balanced_end(text: bytes, opening: int) -> int:
+    """The offset just past the bracket that closes the one at ``opening``, or -1."""
+    close = {ord("("): ord(")"), ord("{"): ord("}")}[text[opening]]
+    depth = 0
+    for index in range(opening, len(text)):
+        if text[index] == text[opening]:
+            depth += 1
+        elif text[index] == close:
+            depth -= 1
+            if depth == 0:
+                return index + 1
+    return -1
 
 
 def _imported_from(type_name: str, uses: tuple[str, ...]) -> list[str]:
