@@ -794,6 +794,16 @@ def test_a_method_called_on_a_local_runs_the_method_of_the_type_its_let_builds()
         "let lin = Linear::new(x.clone(), None);", "let lin: ScaleLinear = make_linear();"
     )
     assert claims_of("Implemented ScaleLinear on the GPU.", files) == [("ScaleLinear", True)]
+    # A type the workspace has no method of, or one that derefs to another, says nothing
+    # of the method: the name decides, as before.
+    files["tests/gpu.rs"] = test.replace("Linear::new(x.clone(), None)", "Foreign::new()")
+    assert claims_of("Implemented ScaleLinear on the GPU.", files) == [("ScaleLinear", True)]
+    files["src/lib.rs"] += """
+    pub struct Wrapper { inner: ScaleLinear }
+    impl Deref for Wrapper { type Target = ScaleLinear; fn deref(&self) -> &ScaleLinear { &self.inner } }
+    """
+    files["tests/gpu.rs"] = test.replace("Linear::new(x.clone(), None)", "Wrapper::new()")
+    assert claims_of("Implemented ScaleLinear on the GPU.", files) == [("ScaleLinear", True)]
 
 
 def test_a_fallback_the_diff_adds_in_a_helper_counts_against_the_op() -> None:
