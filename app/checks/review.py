@@ -51,8 +51,8 @@ def review(
     kernel_files = kernel_sources(touched)
     kernels = _changed_kernel_sources(ws, touched, kernel_files)
     kernel_names: dict[str, set[str]] = {}  # name -> the toolchains of its changed files
-    for _, name, toolchain in kernels:
-        kernel_names.setdefault(name, set()).add(toolchain)
+    for (_, name), toolchains in kernels.items():
+        kernel_names.setdefault(name, set()).update(toolchains)
     changed = [
         f
         for f in ws.functions
@@ -75,19 +75,20 @@ def review(
 
 
 def _launches_changed_source(
-    item: IndexedFunction, kernels: set[tuple[str, str, str]], names: dict[str, set[str]]
+    item: IndexedFunction, kernels: dict[tuple[str, str], set[str]], names: dict[str, set[str]]
 ) -> bool:
-    """Whether the function names a kernel source constant the diff changes (``kernels``
-    as (file, name, toolchain), ``names`` their names and toolchains): the one of its own
-    file when its file defines that name (dfdx defines a `PTX_SRC` in every kernel file),
-    else any file's whose kernel file is of the function's backend (candle's CUDA backend
-    launches a `kernels::UNARY` built from `unary.cu`, not the Metal one of that name)."""
+    """Whether the function names a kernel source constant the diff changes (``kernels``:
+    (file, name) -> toolchains, ``names``: name -> toolchains): the one of its own file
+    when its file defines that name (dfdx defines a `PTX_SRC` in every kernel file), else
+    any file's whose changed kernel file is of the function's backend (candle's CUDA
+    backend launches a `kernels::UNARY` built from `unary.cu`, not the Metal one of that
+    name)."""
     if not item.kernel_sources:
         return False
     own = {source.name for source in item.file.facts.gpu_sources}
     backends = set(_BACKEND_NAMED.findall(f"{item.path} {item.fn.qualname}".lower()))
     return any(
-        any(path == item.path and changed == name for path, changed, _ in kernels)
+        (item.path, name) in kernels
         if name in own
         else any(not (backends and toolchain) or toolchain in backends for toolchain in names.get(name, ()))
         for name in item.kernel_sources
@@ -96,18 +97,19 @@ def _launches_changed_source(
 
 def _changed_kernel_sources(
     ws: Workspace, touched: Touched, kernel_files: list[str]
-) -> set[tuple[str, str, str]]:
-    """(file, name, toolchain) of the GPU kernel source constants (PTX, WGSL, CUDA C) the
-    diff touches, in the Rust file (toolchain "") or in the kernel file the constant
-    includes (`fill.cu` compiled to the `fill.ptx` of `FILL`, toolchain "cuda";
-    ``kernel_files``, the diff's kernel files)."""
+) -> dict[tuple[str, str], set[str]]:
+    """(file, name) of the GPU kernel source constants (PTX, WGSL, CUDA C) the diff
+    touches, with the toolchains of the change: "" for the constant's own lines in the
+    Rust file, "cuda" for the kernel file it includes (`fill.cu` compiled to the
+    `fill.ptx` of `FILL`; ``kernel_files``, the diff's kernel files), and so on."""
     changed_files = set(filter(None, map(kernel_file_key, kernel_files)))
-    found: set[tuple[str, str, str]] = set()
+    found: dict[tuple[str, str], set[str]] = {}
     for file in ws.files:
         written = touched.get(file.path, ())
         for source in file.facts.gpu_sources:
+            toolchains = {key[1] for key in changed_files.intersection(map(kernel_file_key, source.files))}
             if any(source.line <= line <= source.end_line for line in written):
-                found.add((file.path, source.name, ""))
-            for key in changed_files.intersection(map(kernel_file_key, source.files)):
-                found.add((file.path, source.name, key[1]))
+                toolchains.add("")
+            if toolchains:
+                found[(file.path, source.name)] = toolchains
     return found
