@@ -615,6 +615,15 @@ def test_the_code_check_counts_only_the_rust_files_of_the_change(
         ("Infer convolution kernel shape from weight", "", []),  # a convolution's kernel: its weights
         ("Fix Conv1d kernel for ONNX importing", "", []),  # importing a model is host work
         ("Housekeeping", "* Make the cuda kernels build with max sm_90 capability", []),  # a build setting
+        ("fix(flash-attn): add -fPIC on non-MSVC targets", "", []),  # a compiler flag
+        ("Housekeeping", "* Add build.rs to avoid metal kernel jit compile overhead", []),  # a build script
+        ("fix(windows): Fix windows builds and cuDNN discovery", "", []),  # the build, not the op
+        ("Add GB10 gpu runner", "", []),  # a CI machine
+        ("Activate scale on cuda and add benchmark (#1543)", "", ["scale"]),  # the upkeep after
+        ("Refactor/cuda/scale (#1068)", "", []),  # a refactor's branch
+        ("Housekeeping", "* enable cuda scale on ci", []),  # CI's work
+        ("fix: make cuda scale opt-in for guide example", "", []),  # an example's
+        ("", "Implemented scale on cuda for example inputs.", ["scale"]),  # "for example": e.g.
         ("Housekeeping", "* add CubeCL impl", []),  # a backend's implementation of nothing named
         ("Housekeeping", "* add cuda impl", ["cuda backend"]),
         ("Scale for the non-flash-attn version", "", []),  # the path without FlashAttention's kernels
@@ -628,6 +637,53 @@ def test_the_code_check_counts_only_the_rust_files_of_the_change(
 def test_claim_shapes(title: str, body: str, subjects: list[str]) -> None:
     found = run_review({"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST}, body=body, title=title)
     assert [c.subject for c in found.claims] == subjects
+
+
+def test_a_title_naming_code_the_diff_does_not_change_cannot_be_verified() -> None:
+    # "Optimized Metal qmv_fast path" in a squash merge whose diff changes other Metal
+    # code: the title names a function, and it is none of the diff's, so it does not stand
+    # for the diff's GPU code as a title naming only an op would ("attention on GPU").
+    tested = {"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
+    (claim,) = run_review(tested, body="", title="Optimized CUDA qmv_fast path").claims
+    assert (claim.backed, claim.functions) == (False, [])
+    assert "cannot be verified" in claim.missing[0]
+    for title in (
+        "Optimized CUDA gpu_scale path",
+        "fix(cuda): probe the device in gpu_scale() instead of cfg!",
+        "Fix intptr_t usage on cuda",  # a C type: the title stands for the diff's GPU code
+    ):
+        (claim,) = run_review(tested, body="", title=title).claims
+        assert (claim.backed, [f.fn.name for f in claim.functions]) == (True, ["gpu_scale"])
+    # tract's "fix kv_max kernel ..." of `get_func(.., "mask_to_KV_max")`: a kernel launched.
+    kv_max = "fix kv_max kernel that assumes a batch dimension"
+    (claim,) = run_review(tested, body="", title=kv_max).claims
+    assert (claim.backed, claim.functions) == (False, [])
+    launched = {"src/lib.rs": KERNEL.replace('"scale"', '"mask_to_KV_max"'), "tests/gpu.rs": GPU_TEST}
+    (claim,) = run_review(launched, body="", title=kv_max).claims
+    assert (claim.backed, [f.fn.name for f in claim.functions]) == (True, ["gpu_scale"])
+    # dfdx's "JIT compiling kernel for to_dtype": the name of the module the kernel is in.
+    in_a_module = {
+        "src/to_dtype/cuda_kernel.rs": KERNEL.replace("gpu_scale", "forward"),
+        "tests/gpu.rs": GPU_TEST.replace("gpu_scale", "forward"),
+    }
+    (claim,) = run_review(in_a_module, body="", title="JIT compiling kernel for to_dtype").claims
+    assert (claim.backed, [f.fn.name for f in claim.functions]) == (True, ["forward"])
+
+
+def test_a_title_naming_only_a_model_claims_no_gpu_work() -> None:
+    # mistral.rs' "Implement Llama 4!": the model's layers run on the framework's ops,
+    # some of them GPU code; the title claims the model, not GPU work of its own.
+    model = """
+        pub struct Llama4 { dev: CudaDevice }
+        impl Llama4 {
+            pub fn forward(&self, x: &CudaSlice<f32>) -> Result<(), GpuError> { gpu_scale(x, &self.dev) }
+        }
+        """
+    files = {"src/lib.rs": KERNEL, "src/models/llama4.rs": model}
+    for title in ("Implement Llama 4! (#1268)", "feat(models): support Llama 4 model family"):
+        assert run_review(files, body="", title=title).claims == []
+    # A device or a kernel named: the work claimed is on the GPU.
+    assert [c.subject for c in run_review(files, body="", title="Llama 4 on cuda").claims] == ["Llama 4"]
 
 
 def test_claim_about_two_ops_is_two_claims() -> None:
@@ -1150,6 +1206,37 @@ def test_a_unit_struct_handed_to_the_framework_reaches_its_dispatched_methods() 
         """
     files = {"src/lib.rs": KERNEL + core + others, "src/ops.rs": ops, "tests/gpu.rs": test}
     assert claims_of("Implemented gpu_scale on the GPU.", files) == [("gpu_scale", True)]
+
+
+def test_a_value_handed_to_an_external_framework_reaches_its_device_methods() -> None:
+    # mistral.rs's custom ops: `self.apply_op1_no_bwd(&Sort { .. })` hands the value to
+    # candle, a dependency, whose storage calls `metal_fwd` of it on a Metal tensor. No
+    # code of the workspace calls `metal_fwd`: the device method of the value built runs.
+    ops = """
+        pub struct Sort { axis: usize }
+        impl CustomOp1 for Sort {
+            fn name(&self) -> &'static str { "sort" }
+            fn cpu_fwd(&self, s: &CpuStorage) -> Result<CpuStorage> { bail!("no cpu sort") }
+            fn metal_fwd(&self, s: &MetalStorage) -> Result<MetalStorage> { gpu_scale(&s.slice, &s.dev)?; Ok(s.clone()) }
+        }
+        pub trait SortOp { fn fast_sort(&self) -> Result<Tensor>; }
+        impl SortOp for Tensor {
+            fn fast_sort(&self) -> Result<Tensor> { self.apply_op1_no_bwd(&Sort { axis: 0 }) }
+        }
+        """
+    test = """
+        #[test]
+        fn sort_metal() {
+            let device = Device::new_metal(0).unwrap();
+            let a = Tensor::from_vec(vec![3i32, 1], &[2], &device).unwrap();
+            assert_eq!(a.fast_sort().unwrap().to_vec1::<i32>().unwrap(), [1, 3]);
+        }
+        """
+    files = {"src/lib.rs": KERNEL, "src/ops.rs": ops, "tests/metal.rs": test}
+    assert claims_of("Implemented gpu_scale on the GPU.", files) == [("gpu_scale", True)]
+    # Built but never handed on: the value's device method is not what the test runs.
+    unused = {**files, "tests/metal.rs": test.replace("a.fast_sort().unwrap()", "a")}
+    assert claims_of("Implemented gpu_scale on the GPU.", unused) == [("gpu_scale", False)]
 
 
 def test_a_tuple_struct_built_for_a_call_reaches_its_trait_methods() -> None:

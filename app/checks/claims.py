@@ -134,7 +134,8 @@ SOFT_CLAIM_PATTERNS = tuple(
         rf"\b{_X}\s*,?\s+on\s+{_TARGET}\s*[.!]?\s*$",
         rf"\b{_X}\s+(?:uses|use)\s+(?:the\s+)?(?:gpu|cuda)\b",
         rf"{_PREFIX}(?:native\s+)?{_BACKEND}\s+{_X}\s+(?:kernels?|path|(?P<dir2>backward|forward))\b",
-        rf"^\w+/{_BACKEND}/(?P<x>[\w-]+)$",  # a branch name: "Feat/wgpu/repeat"
+        # a branch name: "Feat/wgpu/repeat", not "Refactor/wgpu/prng"
+        rf"^(?!(?:refactor|chore|ci|docs?|tests?|style|bench\w*)/)\w+/{_BACKEND}/(?P<x>[\w-]+)$",
         rf"{_PREFIX}(?P<done>{_DONE}\s+)?{_X}\s+{_BACKEND}\s+(?:forward\s+|backward\s+)?"
         rf"(?:kernel|path|bindings?|implementation|variant)s?\b",
         # "Add the where kernels.": in a GPU project a kernel is GPU code (kept when it resolves)
@@ -211,10 +212,13 @@ _NOT_A_SUBJECT = re.compile(
 )
 _ASIDE = re.compile(r"\([^()]*\)")  # a parenthetical: "(native, no round-trip)"
 _MADE_OF_KERNELS = re.compile(rf"{MADE_FROM}(?:\s+\d+)?\s*$", re.I)  # "composed from 8" GPU kernels
-# "Move image tensor to device in trocr example": the work done is an example's, which
-# is support code.
-_IN_AN_EXAMPLE_WORDS = r"in\s+(?:the\s+|an?\s+)?(?:[\w-]+\s+)?examples?\b"
-_IN_AN_EXAMPLE = re.compile(rf"\s*{_IN_AN_EXAMPLE_WORDS}", re.I)
+# "Move image tensor to device in trocr example", "enable vulkan for guide example",
+# "enable metal backend on ci": the work done is an example's or CI's, support code.
+_IN_SUPPORT_CODE_WORDS = (
+    r"(?:in\s+(?:the\s+|an?\s+)?(?:[\w-]+\s+)?|for\s+(?:the\s+|an?\s+)?[\w-]+\s+)examples?\b"
+    r"|(?:on|in)\s+(?:the\s+)?ci\b"
+)
+_IN_SUPPORT_CODE = re.compile(rf"\s*(?:{_IN_SUPPORT_CODE_WORDS})", re.I)
 _ITEM = r"(?:[\w<>\-/.]|::)+(?:\s*\([^)]*\))?"  # one name, maybe with a parenthetical
 # "kernels for GELU (tanh), SiLU and ReLU": the list goes on past X, one name an item.
 _MORE_ITEMS = re.compile(
@@ -241,6 +245,9 @@ _SUBJECT_NOISE = re.compile(
     rf"|unblocks?|extends?|extended|impls?|{_BACKENDS})\b|'s\b|\b\d-?D\b",
     re.I,
 )
+_SNAKE_NAME = re.compile(r"(?<![\w-])[A-Za-z]\w*?_\w*[A-Za-z0-9](?![\w-])")
+_LONGEST_KERNEL_NAME = 60
+_NOT_CODE_NAME = re.compile(r"sm_\d+|(?:(?:b?f|u|i)\d+_?)+|\w+_t", re.I)
 _DETOUR_RULES = HOST_DETOUR_RULES | {"cpu-detour"}
 # A list item that says what it did: "- Fix GroupNorm/RMSNorm backward ...".
 _DID = re.compile(
@@ -275,12 +282,15 @@ _UPKEEP = re.compile(
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*"
     r"|cargo|rerun-if-changed|when\s+(?:building|compiling)|(?:static\s+)?linking"
     r"|(?:avoid|skip|stop)\w*\s+(?:compil|build|link)\w*"  # "Avoid compiling any OpenCL on macos"
-    r"|fix(?:es|ed|ing)?\s+(?:the\s+|a\s+)?(?:build|compil\w*))\b"  # "Fix build for cuda graph"
+    r"|fix(?:es|ed|ing)?\s+(?:the\s+|a\s+)?(?:build|compil\w*)|fix(?:es|ed|ing)?\s+[\w-]+\s+builds"
+    r"|msvc)\b"  # "Fix build for cuda graph", "Fix windows builds", "on non-MSVC targets"
+    r"|(?<![\w-])-f[a-z][\w-]*"  # a compiler flag: "add -fPIC on non-MSVC targets"
+    r"|\b(?:gpu|ci|self-hosted)\s+runners?\b"  # "Add GB10 gpu runner": a CI machine
     r"|\bto\s+(?:compile|build|link)\b"  # "fix metal_profile to compile with metal"
     r"|\bbuilds?\s+with\b"  # "Make flash-attn build with max sm_90 capability"
     # "Add new CUDA default path for Ubuntu 24.04": where the toolkit is installed
     r"|\b(?:default|install\w*|library|lib|include|search|toolkit|sdk)\s+paths?\b"
-    rf"|\b{_IN_AN_EXAMPLE_WORDS}"  # "Add vulkan in example"
+    rf"|\b(?:{_IN_SUPPORT_CODE_WORDS})"  # "Add vulkan in example"
     # "Port some compiletests", "reduce bitonic shuffle test iterations": the tests' own settings
     r"|\b(?:compile|unit|integration|smoke|regression)[- ]?tests?\b"
     r"|\btests?\s+(?:iterations?|sizes?|tolerances?|timeouts?|param\w*|inputs?|data|amounts?|counts?|numbers?|cases)\b"
@@ -296,7 +306,7 @@ _BRANCH_PREFIX = re.compile(r"^\s*(?:\w+/)*\w+(?:\([^)]*\))?:|^\s*(?:\w+/)+|^\s*
 # The words of a title that are not its topic: verbs of change, backend names, fillers.
 _TOPIC_NOISE = re.compile(
     r"\b(?:fix(?:es|ed|ing)?|add(?:s|ed|ing)?|handl(?:e[sd]?|ing)|improv(?:e[sd]?|ing)|support(?:s|ed|ing)?"
-    r"|enabl(?:e[sd]?|ing)|implement\w*|feat|perf|mak(?:e|es|ing)|allow\w*|us(?:e[sd]?|ing)"
+    r"|enabl(?:e[sd]?|ing)|activat(?:e[sd]?|ing)|implement\w*|feat|perf|mak(?:e|es|ing)|allow\w*|us(?:e[sd]?|ing)"
     r"|faster|better|new|initial|first|draft|more|some|small"
     rf"|the|a|an|for|on|in|to|of|with|and|from|via|gpu|{_BACKENDS}|hip|spirv"
     rf"|backends?|{_KERNEL}|impls?|implementations?|ops?|operations?|operators?|nodes?|paths?|tests?)\b"
@@ -325,7 +335,8 @@ _PLUMBING_HEAD = re.compile(
     r"|structure|structs?|enums?|scaffold\w*|skeleton|boilerplate"
     r"|constraints?|(?:trait\s+)?bounds)\W*$"  # "fixup gpu constraints": a type's bounds
     r"|^\W*(?:mods?|modules?|pocs?|compil\w*|build(?:s|ing)?)\W*$"  # "cuda mod and poc", "fix(gpu): compile"
-    r"|^\W*building\s",  # "support for building libtorch with CUDA": a build option
+    r"|^\W*building\s"  # "support for building libtorch with CUDA": a build option
+    r"|^\W*build\.rs\b",  # "Add build.rs to avoid metal kernel jit compile overhead": a build script
     re.I,
 )
 _WHAT_IT_IS_FOR = re.compile(r"\s+(?:for|of)\s+", re.I)  # "error handling for softmax"
@@ -334,6 +345,21 @@ _REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
 # kernel is not contiguous": the case a fix is for, whose negation negates the case, not
 # the claim.
 _CONDITION = re.compile(r"\s+(?:when|if|unless|whenever|where)\b.*", re.I)
+# A topic that is only a model of a model zoo ("Implement Llama 4!", "support Qwen 3.5
+# model family", "Add LFM2.5 (Liquid Foundation Model 2.5) support"): its layers are the
+# framework's ops, and a title that names no device or kernel claims the model, not GPU
+# work. "multi-rank inference of Mistral-3-VL models" and "SDPA head dims for SigLIP"
+# name work beyond the model.
+_MODEL = (
+    r"\b(?:llama|qwen|gemma|mistral|mixtral|phi|deepseek|gpt-?oss|whisper|bert|t5|lfm|glm|falcon|mamba"
+    r"|olmo|granite|smollm|llava|idefics|pixtral|siglip|minicpm|starcoder|dia)|\bmodels?\b"
+)
+_ONLY_A_MODEL = re.compile(
+    rf"(?=.*(?:{_MODEL}))(?:(?:{_MODEL})[\w.-]*|\b\d[\w.]*"
+    r"|\b(?:famil(?:y|ies)|vision|language|foundation|liquid|tts|multimodal|moe|vl|next|quantized|full)\b"
+    r"|[\s\-.,&!()])+",
+    re.I,
+)
 # A topic that is only the case a fix is for ("when running"); "where" is an op too.
 _CASE_ONLY = re.compile(r"(?:when|if|unless|whenever)\s", re.I)
 _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
@@ -507,6 +533,8 @@ def title_topic(title: Sentence) -> Claim | None:
     # work replaces, not where it is done.
     of_an_op = not _BACKEND_WORD.search(said)
     on_the_gpu = bool(_ON_THE_GPU.search(said))
+    if of_an_op and not on_the_gpu and _ONLY_A_MODEL.fullmatch(subject):
+        return None
     return Claim(text, subject, title.line, soft=not on_the_gpu, topic=True, of_an_op=of_an_op)
 
 
@@ -524,8 +552,13 @@ def listed_title(item: Sentence) -> Claim | None:
     return claim if claim is not None and not claim.soft else None
 
 
-# "improve cuda p2p backend and docs (#2181)": the last word of a title, after an "and".
-_LAST_AND = re.compile(r"\s+and\s+(?=\S+(?:\s+\(#\d+\))?\s*$)", re.I)
+# "improve cuda p2p backend and docs (#2181)": the last word of a title, after an "and";
+# "Activate bfloat affine and add benchmark (#1543)": a last short clause of its own verb.
+_LAST_AND = re.compile(
+    r"\s+and\s+(?=(?:(?:add|updat|fix|remov|improv|clean|bump|refactor)\w*\s+(?:\S+\s+){0,2})?\S+"
+    r"(?:\s+\(#\d+\))?\s*$)",
+    re.I,
+)
 
 
 def _without_upkeep_parts(title: str) -> str:
@@ -629,7 +662,7 @@ def _clause_claims(clause: str, line: int) -> list[Claim]:
             if (
                 _NOT_A_CLAIM.search(said)
                 or HOST_WORD.search(_ASIDE.sub(" ", found.group()))
-                or _IN_AN_EXAMPLE.match(clause, found.end())
+                or _IN_SUPPORT_CODE.match(clause, found.end())
             ):
                 return []
             groups = found.groupdict()
@@ -743,10 +776,15 @@ def judge(
         named = _op_functions(subject, candidates, findings, dispatched_by)
     elif claim.topic:
         named = _topic_functions(claim, subject, named, candidates, findings)
+    code_names = _code_names(claim.subject)
     if claim.topic and not claim.soft and not named:
         # A title that puts its work on the GPU but whose words name none of the diff's
-        # GPU code stands for all of that code ("Metal training works").
-        named = _gpu_work(claim.text, candidates, findings)
+        # GPU code stands for all of that code ("Metal training works"); one that spells a
+        # name of code ("Optimized Metal qmv_fast path") for the changed code of that name.
+        if code_names:
+            named = [f for f in candidates if _spelled_by(code_names, f)]
+        else:
+            named = _gpu_work(claim.text, candidates, findings)
     if not (named or claim.topic or claim.soft):
         named = _partly_named(subject, candidates, findings)
     # The functions that do the GPU work stand for the claim; a trait's default method
@@ -775,7 +813,7 @@ def judge(
     if not claim.functions:
         if claim.soft:
             return  # a weak shape that names nothing changed: not taken as a claim
-        if claim.topic:
+        if claim.topic and not code_names:
             claim.missing = [_unverifiable_title(kernel_sources)]
             return
         claim.missing = [
@@ -1041,12 +1079,33 @@ def _topic_functions(
     candidates: list[IndexedFunction],
     findings: list[Finding],
 ) -> list[IndexedFunction]:
-    """What a title's topic stands for: the functions it names, when they are of the
-    backend it names (or it names none); else the diff's GPU code of that backend, when
-    the title speaks of it; else what it names."""
+    """What a title's topic stands for: the functions it names, when it spells a name of
+    code ("Optimized Metal qmv_fast path": not the diff's GPU code at large) or they are
+    of the backend it names (or it names none); else the diff's GPU code of that backend,
+    when the title speaks of it; else what it names."""
+    if _code_names(claim.subject):
+        return named
     if named and (_saying_backend(claim.text, named) or not backends_named(claim.text)):
         return named
     return _spoken_of(subject, _gpu_work(claim.text, candidates, findings)) or named
+
+
+def _code_names(subject: str) -> list[str]:
+    """The names of code the subject spells (`qmv_fast`, `is_available`); not a dtype pair
+    (`f16_bf16`), a GPU architecture (`sm_90`) or a C type (`intptr_t`)."""
+    return [name for name in _SNAKE_NAME.findall(subject) if not _NOT_CODE_NAME.fullmatch(name)]
+
+
+def _spelled_by(code_names: list[str], item: IndexedFunction) -> bool:
+    """One of the names is the function's, its module's (`to_dtype/cuda_kernel.rs` for
+    "to_dtype"), its kernel source's or a kernel's it launches by a string
+    (`"flash_attn_mask_to_KV_max"` for "kv_max")."""
+    texts = (
+        _placed_name(item),
+        *item.kernel_sources,
+        *(lit.text for lit in item.fn.literals if len(lit.text) < _LONGEST_KERNEL_NAME),
+    )
+    return any(names_subject(text, subject_words(name)) for name in code_names for text in texts)
 
 
 def _gpu_work(text: str, candidates: list[IndexedFunction], findings: list[Finding]) -> list[IndexedFunction]:

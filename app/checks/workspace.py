@@ -47,6 +47,8 @@ _TYPE_PARAMETER = re.compile(r"[A-Z]\d?")  # `B`, `K`, `E2`: a generic's name, n
 # A call on a type parameter reaches the trait impls of that name when there are at
 # most this many: the backends of a framework, not `T::default()` of every type.
 _MAX_GENERIC_FANOUT = 12
+# `cuda_fwd`, `metal_fwd`, `wgpu_forward`: a trait method for one device's data.
+_DEVICE_METHOD = re.compile(r"(?:^|_)(?:cuda|metal|wgpu|vulkan|gpu|hip|rocm|opencl)(?:_|$)")
 _CONVERSION_TRAITS = frozenset({"Display", "Debug", "From", "TryFrom", "Into", "TryInto"})
 _CONST_REF = re.compile(rb"\b[A-Z]\w{2,}\b")  # `FILL`, and `RepeatRaw` a macro defined from a kernel file
 _GPU_SOURCE_FILE = re.compile(rf"\.(?:cuh|{KERNEL_FILE_EXTENSIONS})\b", re.I)  # headers are GPU code too
@@ -546,7 +548,11 @@ class Workspace:
                         built_fn = self.functions[method].fn
                         # A value built is dropped: its `Drop::drop` runs without a call.
                         dropped = built_fn.trait == "Drop" and built_fn.name == "drop"
-                        if dropped or not dispatched.isdisjoint(definition_keys(built_fn)):
+                        if (
+                            dropped
+                            or self._picked_by_a_dependency(built_fn)
+                            or not dispatched.isdisjoint(definition_keys(built_fn))
+                        ):
                             push((method,))
             calls = fn.calls if follows is None else [call for call in fn.calls if follows(item, call)]
             for key in (key for call in calls for key in self.call_keys(call, item)):
@@ -585,6 +591,18 @@ class Workspace:
                         push(targets, caller)
                 unsure.clear()
         return reached
+
+    def _picked_by_a_dependency(self, method: Function) -> bool:
+        """A device's method of a trait the workspace only implements (mistral.rs's
+        `impl CustomOp1 for Sort { fn metal_fwd .. }`, the trait candle's): the value
+        is built to be handed to the dependency, which calls the method of the device
+        the data is on. A trait the workspace gives no default method of counts as a
+        dependency's; a test of another backend does not walk into the method."""
+        return (
+            bool(method.trait)
+            and method.trait not in self._default_methods
+            and _DEVICE_METHOD.search(method.name) is not None
+        )
 
     def _impls_of_several_types(self, targets: list[int]) -> bool:
         """Trait impls of two or more types: `backend.add_f32(..)` runs the one of the
