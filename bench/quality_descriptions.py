@@ -38,11 +38,12 @@ kinds of case:
   ``heldout54_ferrotorch``, ``heldout55_candle`` and ``heldout56_burn``;
   huggingface/candle, tracel-ai/burn and EricLBuehler/mistral.rs again for
   ``heldout57_candle``, ``heldout58_burn`` and ``heldout59_mistral``, again for
-  ``heldout60_candle``, ``heldout61_burn`` and ``heldout62_mistral``, and again for
+  ``heldout60_candle``, ``heldout61_burn`` and ``heldout62_mistral``, again for
   ``heldout63_candle``, ``heldout64_burn`` and ``heldout65_mistral`` (the first ten
-  commits of the last two also labelled by a second labeller:
+  commits of the first two also labelled by a second labeller:
   ``heldout63_candle_second_labeller`` and ``heldout64_burn_second_labeller``, for
-  ``label_agreement.py``);
+  ``label_agreement.py``), and again for ``heldout66_candle``, ``heldout67_burn`` and
+  ``heldout68_mistral``;
   a file the mirror lacks, such as a large compiled ``.ptx``, is left out of the case's
   tree with a note on stderr). The description is the commit message (read from the git
   dir at run time, never stored in this repository; a GitHub merge commit's body is the
