@@ -245,8 +245,9 @@ _SUBJECT_NOISE = re.compile(
     rf"|unblocks?|extends?|extended|impls?|{_BACKENDS})\b|'s\b|\b\d-?D\b",
     re.I,
 )
+# `qmv_fast`, `is_available`: a name of code a title spells (see _code_names).
 _SNAKE_NAME = re.compile(r"(?<![\w-])[A-Za-z]\w*?_\w*[A-Za-z0-9](?![\w-])")
-_LONGEST_KERNEL_NAME = 60
+_LONGEST_KERNEL_NAME = 60  # longer string literals are messages, not kernel names
 _NOT_CODE_NAME = re.compile(r"sm_\d+|(?:(?:b?f|u|i)\d+_?)+|\w+_t", re.I)
 _DETOUR_RULES = HOST_DETOUR_RULES | {"cpu-detour"}
 # A list item that says what it did: "- Fix GroupNorm/RMSNorm backward ...".
