@@ -773,11 +773,11 @@ def judge(
     # in `burn-wgpu`, not `Conv2dConfig::init` in `burn-core`).
     named = _saying_backend(claim.text, named) or named
     dispatched_by: dict[int, str] = {}  # id() -> the string a function runs the claimed op for
+    code_names = _code_names(claim.subject)  # "Optimized Metal qmv_fast path"
     if claim.of_an_op:
         named = _op_functions(subject, candidates, findings, dispatched_by)
     elif claim.topic:
-        named = _topic_functions(claim, subject, named, candidates, findings)
-    code_names = _code_names(claim.subject)
+        named = _topic_functions(claim, subject, named, candidates, findings, code_names)
     if claim.topic and not claim.soft and not named:
         # A title that puts its work on the GPU but whose words name none of the diff's
         # GPU code stands for all of that code ("Metal training works"); one that spells a
@@ -1079,12 +1079,13 @@ def _topic_functions(
     named: list[IndexedFunction],
     candidates: list[IndexedFunction],
     findings: list[Finding],
+    code_names: list[str],
 ) -> list[IndexedFunction]:
     """What a title's topic stands for: the functions it names, when it spells a name of
     code ("Optimized Metal qmv_fast path": not the diff's GPU code at large) or they are
     of the backend it names (or it names none); else the diff's GPU code of that backend,
     when the title speaks of it; else what it names."""
-    if _code_names(claim.subject):
+    if code_names:
         return named
     if named and (_saying_backend(claim.text, named) or not backends_named(claim.text)):
         return named
