@@ -385,6 +385,26 @@ def test_sentences_drop_code_quotes_comments_and_keep_lines() -> None:
     assert [(s.text, s.line) for s in said] == [("The title", 0), ("First line.", 1), ("bullet item", 8)]
 
 
+def test_sentences_drop_rust_pasted_without_a_fence() -> None:
+    # candle 0374ff326b: an example pasted into a commit message without a code fence.
+    body = (
+        "Example usage:\n"
+        '    "model-00001-of-00002.safetensors",\n'
+        "];\n"
+        "let unet = config.build_unet_sharded(&unet_files, &device, 4, false, DType::F32)?;\n"
+        'report.save_trace("./logs", Some("epoch1"), None)?;\n'
+        "}\n"
+        "\n"
+        "Fixed the softmax kernel (see #12).\n"
+    )
+    said = sentences("Add build_unet_sharded", body)
+    assert [(s.text, s.line) for s in said] == [
+        ("Add build_unet_sharded", 0),
+        ("Example usage:", 1),
+        ("Fixed the softmax kernel (see #12).", 8),
+    ]
+
+
 def test_summary_is_cut_to_githubs_limit_with_a_note() -> None:
     text = "\n".join(f"| row {i} | " + "x" * 80 + " |" for i in range(2000))
     cut = fit(text)
@@ -619,9 +639,12 @@ def test_the_code_check_counts_only_the_rust_files_of_the_change(
         ("Housekeeping", "* Add build.rs to avoid metal kernel jit compile overhead", []),  # a build script
         ("fix(windows): Fix windows builds and cuDNN discovery", "", []),  # the build, not the op
         ("Add GB10 gpu runner", "", []),  # a CI machine
+        ("Fix/ci autotune", "* Fix f16 vulkan tolerances", []),  # how close a test's results must be
+        ("Add some metal scale benchark.", "", []),  # a benchmark, misspelled
         ("Activate scale on cuda and add benchmark (#1543)", "", ["scale"]),  # the upkeep after
         ("Refactor/cuda/scale (#1068)", "", []),  # a refactor's branch
         ("Housekeeping", "* enable cuda scale on ci", []),  # CI's work
+        ("Add scale to cuda wf", "", []),  # the CUDA CI workflow's
         ("fix: make cuda scale opt-in for guide example", "", []),  # an example's
         ("", "Implemented scale on cuda for example inputs.", ["scale"]),  # "for example": e.g.
         ("Housekeeping", "* add CubeCL impl", []),  # a backend's implementation of nothing named

@@ -217,6 +217,7 @@ _MADE_OF_KERNELS = re.compile(rf"{MADE_FROM}(?:\s+\d+)?\s*$", re.I)  # "composed
 _IN_SUPPORT_CODE_WORDS = (
     r"(?:in\s+(?:the\s+|an?\s+)?(?:[\w-]+\s+)?|for\s+(?:the\s+|an?\s+)?[\w-]+\s+)examples?\b"
     r"|(?:on|in)\s+(?:the\s+)?ci\b"
+    r"|(?:ci|wf|workflows?)\b"  # "Add compute cap to cuda wf": the backend's CI workflow
 )
 _IN_SUPPORT_CODE = re.compile(rf"\s*(?:{_IN_SUPPORT_CODE_WORDS})", re.I)
 _ITEM = r"(?:[\w<>\-/.]|::)+(?:\s*\([^)]*\))?"  # one name, maybe with a parenthetical
@@ -279,7 +280,7 @@ _UPKEEP = re.compile(
     rf"|\b(?:gpu|{_BACKENDS})\s+(?:[\w-]+\s+)?tests?\b|\bin\s+test-\w+"  # a backend's ("GPU pool tests")
     rf"|\b(?:{_BACKENDS})\s+v?\d+\.\d+"  # "Support CUDA 12.9 and 13.0": a toolkit's release
     r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lints?"
-    r"|exports?|re-?exports?|import(?:s|ing|er)?|naming|benchmarks?|benches|ci|logging|warn(?:ings?|s)?|macros?"
+    r"|exports?|re-?exports?|import(?:s|ing|er)?|naming|bench\w*|ci|logging|warn(?:ings?|s)?|macros?"
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*"
     r"|cargo|rerun-if-changed|when\s+(?:building|compiling)|(?:static\s+)?linking"
     r"|(?:avoid|skip|stop)\w*\s+(?:compil|build|link)\w*"  # "Avoid compiling any OpenCL on macos"
@@ -295,6 +296,7 @@ _UPKEEP = re.compile(
     # "Port some compiletests", "reduce bitonic shuffle test iterations": the tests' own settings
     r"|\b(?:compile|unit|integration|smoke|regression)[- ]?tests?\b"
     r"|\btests?\s+(?:iterations?|sizes?|tolerances?|timeouts?|param\w*|inputs?|data|amounts?|counts?|numbers?|cases)\b"
+    r"|\btoleran\w*"  # "Fix f16 vulkan tolerances": how close a test's results must be
     # "Fix cargo risczero guest test (#3592)" is about a test; "erf operator + test" is not
     r"|^(?!.*(?:\s(?:and|with|plus)\s|\s[+&]\s)).*\btests?\W*(?:\(#\d+\))?\W*$",
     re.I,

@@ -19,6 +19,11 @@ _BULLET = re.compile(r"^\s*(?:[-*+•◦▪‣]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 _HEADING = re.compile(r"^\s*#{1,6}\s*|^\s*(?:-{3,}|={3,})\s+(?=\S.*\s(?:-{3,}|={3,})\s*$)")
 _HEADING_TAIL = re.compile(r"\s+(?:-{3,}|={3,})\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9`\"'(])")
+# A line of Rust pasted without a fence ("let unet = config.build_unet(&files, &device)?;")
+# and the brackets and string items around it: code shown, like a code block.
+_CODE_LINE = re.compile(
+    r"""^\s*(?:let\s+(?:mut\s+)?\w+\b.*;|use\s+[\w:{}, *]+;|[\]\)}]+[;,]?|"[^"]*",|.*\w\(.*\)\??;)\s*$"""
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +59,7 @@ def sentences(title: str, body: str) -> list[Sentence]:
             flush()
             in_fence = not in_fence
             continue
-        if in_fence or raw.lstrip().startswith(">"):
+        if in_fence or raw.lstrip().startswith(">") or _CODE_LINE.match(raw):
             flush()
             continue
         heading = _HEADING.match(raw) is not None
