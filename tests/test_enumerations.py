@@ -228,3 +228,18 @@ def test_only_a_type_named_in_camel_case_has_the_methods_listed_after_its_with()
     assert enumerated_subjects("CUDA events: CudaEventWrapper with record/sync/query", False) == []
     found = enumerated_subjects("Added vec4 GPU loads with add/sub/mul", False)
     assert [name for name, _ in found] == ["add", "sub", "mul"]
+
+
+def test_a_slash_list_within_a_phrase_of_an_aside_names_variants_not_ops() -> None:
+    # mistral.rs 7d8fa17140: the aside details the GDN kernels; "scalar/warp/chunked" are
+    # kinds of prefill recurrence and "update/full" of causal conv, not ops of their own.
+    gdn = (
+        "GDN CUDA kernels (decode recurrence, scalar/warp/chunked prefill recurrence, causal conv "
+        "update/full) now take an optional per-batch slot table."
+    )
+    assert enumerated_subjects(gdn, False) == []
+    # A slash list that is the whole aside, or one outside any aside, lists ops.
+    found = enumerated_subjects("New GPU kernels (add/sub/mul) on cuda.", False)
+    assert [name for name, _ in found] == ["add", "sub", "mul"]
+    found = enumerated_subjects("Vectorised GPU loads for add/sub/mul kernels.", False)
+    assert [name for name, _ in found] == ["add", "sub", "mul"]

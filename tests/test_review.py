@@ -693,6 +693,53 @@ def test_a_title_naming_code_the_diff_does_not_change_cannot_be_verified() -> No
     assert (claim.backed, [f.fn.name for f in claim.functions]) == (True, ["forward"])
 
 
+def test_a_title_that_only_says_kernel_over_host_code_claims_no_gpu_work() -> None:
+    # candle 6fb665004c: "Add a const to select the conv2d kernel", an item of a squash
+    # merge whose diff is a CPU im2col: the kernel is the CPU's.
+    host = {"src/lib.rs": "pub fn im2col(x: &[f32]) -> Vec<f32> { x.to_vec() }\n"}
+    for title, body in (
+        ("Add a const to select the conv2d kernel", ""),
+        ("Faster im2col", "* Add a const to select the conv2d kernel."),
+    ):
+        assert run_review(host, body=body, title=title).claims == []
+    # Naming a device, it is a claim the diff cannot back.
+    (claim,) = run_review(host, body="", title="Add a cuda kernel for conv2d").claims
+    assert not claim.backed and "cannot be verified" in claim.missing[0]
+    # Over GPU code, "kernel" is that code's.
+    (claim,) = run_review(
+        {"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST}, body="", title="Add the conv2d kernel"
+    ).claims
+    assert [f.fn.name for f in claim.functions] == ["gpu_scale"]
+
+
+def test_a_claim_made_twice_is_reported_once() -> None:
+    # A squash merge's first item is often the PR's title, and mistral.rs e1dd7c8fed lists
+    # "Fix mrope with new rope kernels" twice: one claim each, where it is first made.
+    tested = {"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
+    for title, body in (
+        ("feat(cuda): scale kernel (#12)", "* feat(cuda): scale kernel\n* fix: typo\n"),
+        ("Housekeeping", "* Fix scale on cuda\n* Fix scale on cuda\n"),
+    ):
+        claims = run_review(tested, body=body, title=title).claims
+        assert [(c.subject, c.line, c.backed) for c in claims] == [("scale", 0 if "(" in title else 1, True)]
+    # Claims of the same words about different code are two.
+    two = {"src/lib.rs": KERNEL + KERNEL.replace("gpu_scale", "gpu_scale_f64"), "tests/gpu.rs": GPU_TEST}
+    body = "Implemented gpu_scale on the GPU. Implemented gpu_scale_f64 on the GPU."
+    assert len(run_review(two, body=body, title="").claims) == 2
+
+
+def test_a_listed_commit_title_may_start_with_its_type_and_scope() -> None:
+    # mistral.rs e1dd7c8fed: "* perf(cuda): optimize hybrid qwen decode path", an item of
+    # a squash merge whose PR title claims other work.
+    tested = {"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
+    (claim,) = run_review(
+        tested, body="* perf(cuda): optimize scale\n* Cleanup\n", title="Housekeeping"
+    ).claims
+    assert (claim.subject, claim.line, claim.backed) == ("optimize scale", 1, True)
+    # A type alone is no verb: "fix: panic reducing a zero-length axis" still reads as a title.
+    assert run_review(tested, body="* fix: panic on cuda scale\n", title="Housekeeping").claims
+
+
 def test_a_title_naming_only_a_model_claims_no_gpu_work() -> None:
     # mistral.rs' "Implement Llama 4!": the model's layers run on the framework's ops,
     # some of them GPU code; the title claims the model, not GPU work of its own.
@@ -2254,9 +2301,12 @@ def test_a_title_listing_kernels_of_host_code_claims_none_of_them() -> None:
         """
     title = "perf: fused single-pass sigmoid/tanh kernels"
     # Not `fast_sigmoid` and `fast_tanh` as GPU ops: the title as a whole is held to the
-    # diff's GPU code, and there is none.
-    (claim,) = run_review({"core/src/ops/elementwise.rs": host}, body="", title=title).claims
-    assert claim.topic and claim.functions == [] and "no GPU code" in claim.missing[0]
+    # diff's GPU code, and there is none, so its kernels are the CPU's (ferrotorch
+    # a6cf71c2d3, which no labeller counted as a claim).
+    assert run_review({"core/src/ops/elementwise.rs": host}, body="", title=title).claims == []
+    # Named on a device, the same kernels are claims the diff cannot back.
+    claims = run_review({"core/src/ops/elementwise.rs": host}, body="", title=f"{title} on cuda").claims
+    assert [(c.subject, c.backed) for c in claims] == [("single-pass sigmoid", False), ("tanh", False)]
 
 
 def test_a_host_kernel_file_is_not_gpu_code() -> None:

@@ -260,6 +260,7 @@ _DID = re.compile(
 # say what was done, or where ("broadcast_matmul on GPU").
 _TITLE_LIKE_ITEM = re.compile(rf"{_DID.pattern}|\b(?:on|for|to)\s+{_TARGET}\s*[.!]?\s*$", re.I)
 _MOST_WORDS_OF_A_TITLE = 10
+_CONVENTIONAL_PREFIX = re.compile(r"^\s*\w+(?:\([^)]*\))?!?:\s*")
 _BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|webgpu|vulkan|rocm|opencl)(?![a-z])", re.I)
 # A title that names a GPU backend (or the GPU) as the place of the work.
 _BACKEND_WORD = re.compile(
@@ -547,7 +548,10 @@ def listed_title(item: Sentence) -> Claim | None:
     that names plumbing before what it is for ("Add error handling for CUDA's softmax
     implementation") claims nothing, though a title may still claim the work it ends on."""
     text = item.text
-    if len(text.split()) > _MOST_WORDS_OF_A_TITLE or not _TITLE_LIKE_ITEM.search(text):
+    # "* perf(cuda): optimize hybrid qwen decode path": a conventional commit's type and
+    # scope come before what it did.
+    done = _TITLE_LIKE_ITEM.search(text) or _TITLE_LIKE_ITEM.search(_CONVENTIONAL_PREFIX.sub("", text))
+    if len(text.split()) > _MOST_WORDS_OF_A_TITLE or not done:
         return None
     if _PLUMBING_HEAD.search(_WHAT_IT_IS_FOR.split(text, maxsplit=1)[0]):
         return None
@@ -788,6 +792,10 @@ def judge(
             named = [f for f in candidates if _spelled_by(code_names, f)]
         else:
             named = _gpu_work(claim.text, candidates, findings)
+        if not (named or kernel_sources or DEVICE_WORD.search(claim.text) or _gpu_code(candidates, findings)):
+            # "Add a const to select the conv2d kernel" over a diff with no GPU code: host
+            # code has kernels too, and a title that only says "kernel" claims no GPU work.
+            claim.soft = True
     if not (named or claim.topic or claim.soft):
         named = _partly_named(subject, candidates, findings)
     # The functions that do the GPU work stand for the claim; a trait's default method

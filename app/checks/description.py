@@ -99,17 +99,36 @@ def description_context(
     taken = planned | {c.line for c in ctx.claims}
     subjects = {c.subject.lower() for c in ctx.claims}  # the first commit's title is often the PR's
     # The titles of the commits a squash merge lists are claims of their own.
-    listed = [
-        c
-        for item in said
-        if item.bullet
-        and item.line not in taken
-        and (c := listed_title(item)) is not None
-        and c.subject.lower() not in subjects
-        and not moved_into_a_folder(c, touched)
-    ]
+    listed: list[Claim] = []
+    for item in said:
+        if not item.bullet or item.line in taken:
+            continue
+        item_claim = listed_title(item)
+        if (
+            item_claim is None
+            or item_claim.subject.lower() in subjects
+            or moved_into_a_folder(item_claim, touched)
+        ):
+            continue
+        subjects.add(item_claim.subject.lower())
+        listed.append(item_claim)
     for claim in listed:
         judge(ws, claim, changed, findings, held, touched, kernel_files, added)
-    ctx.claims.extend(listed)
-    ctx.claims.sort(key=lambda c: c.line)
+    ctx.claims.extend(c for c in listed if c.functions or not c.soft)
+    ctx.claims = _each_once(sorted(ctx.claims, key=lambda c: c.line))
     return ctx
+
+
+def _each_once(claims: list[Claim]) -> list[Claim]:
+    """The claims without repeats: a squash merge's first item is often the PR's title,
+    and it may list one commit title twice ("Fix mrope with new rope kernels"); the same
+    subject on the same functions, judged the same, is one claim, reported where it is
+    first made."""
+    seen: set[tuple[str, tuple[int, ...], tuple[str, ...]]] = set()
+    once = []
+    for claim in claims:
+        key = (claim.subject.lower(), tuple(id(f) for f in claim.functions), tuple(claim.missing))
+        if key not in seen:
+            seen.add(key)
+            once.append(claim)
+    return once

@@ -94,6 +94,8 @@ def enumerated_subjects(text: str, head_about_gpu: bool) -> list[tuple[str, bool
         if listing.re is _COMMA_LIST and outer.count(",") + len(_LAST_ITEM.findall(outer)) < 2:
             continue
         before, after = text[: listing.start()], text[listing.end() :]
+        if listing.re is _SLASH_LIST and _variants_in_an_aside(before, after):
+            continue
         if (
             _NOT_DONE.search(before)
             or MEANS_BEFORE.search(before)
@@ -120,6 +122,18 @@ def enumerated_subjects(text: str, head_about_gpu: bool) -> list[tuple[str, bool
         for name in _items(listing.group()):
             found.setdefault(name, not claimed)
     return list(found.items())
+
+
+def _variants_in_an_aside(before: str, after: str) -> bool:
+    """A slash list inside a parenthetical that is part of a longer phrase ("GDN CUDA
+    kernels (decode recurrence, scalar/warp/chunked prefill recurrence, causal conv
+    update/full)"): the variants of the one thing the aside details, not ops of their own."""
+    inside = before.count("(") > before.count(")")
+    return inside and (_WORD_BEFORE.search(before) is not None or _WORD_AFTER.match(after) is not None)
+
+
+_WORD_BEFORE = re.compile(r"\w\s+$")
+_WORD_AFTER = re.compile(r"\s+(?!(?:and|or)\b)\w")
 
 
 def _earlier_items(before: str, clause_start: int) -> int:
