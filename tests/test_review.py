@@ -645,6 +645,11 @@ def test_the_code_check_counts_only_the_rust_files_of_the_change(
         ("Refactor/cuda/scale (#1068)", "", []),  # a refactor's branch
         ("Housekeeping", "* enable cuda scale on ci", []),  # CI's work
         ("Add scale to cuda wf", "", []),  # the CUDA CI workflow's
+        ("Batch", "* Use the fused scale kernel", ["fused scale"]),  # a change of what the GPU runs
+        ("Batch", "* Use correct kernel", []),  # a fix of a name
+        ("Batch", "* Use released cubecl", []),  # a dependency
+        ("Batch", "* Add metal bindings", []),  # an interface's declarations
+        ("Fix scale ops.rs for cuda", "", ["scale ops.rs"]),  # a file's name keeps its words
         ("fix: make cuda scale opt-in for guide example", "", []),  # an example's
         ("", "Implemented scale on cuda for example inputs.", ["scale"]),  # "for example": e.g.
         ("Housekeeping", "* add CubeCL impl", []),  # a backend's implementation of nothing named

@@ -259,6 +259,17 @@ _DID = re.compile(
 # A list item that reads as the title of a commit a squash merge lists: a few words that
 # say what was done, or where ("broadcast_matmul on GPU").
 _TITLE_LIKE_ITEM = re.compile(rf"{_DID.pattern}|\b(?:on|for|to)\s+{_TARGET}\s*[.!]?\s*$", re.I)
+# "* Use fused topk kernel on CUDA", "* Avoid materializing flash attn masks", "* Dispatch to
+# the 2pass kernel": an item that changes what runs on the GPU, said in words of GPU work
+# ("* Use released cubecl" names a dependency).
+_CHANGES_WHAT_RUNS = re.compile(
+    r"^\W*(?:us(?:e|es|ed|ing)(?!\s+(?:the\s+)?correct\b)|allow\w*|avoid\w*|dispatch\w*|fus(?:e|es|ing)"
+    r"|rout(?:e|es|ed|ing)|switch\w*)\b"  # "* Use correct kernel" is a fix of a name
+    r"(?=.*\b(?:kernels?|gpus?|cuda|metal|vulkan|rocm|hip|webgpu|cudnn|cublas\w*"
+    r"|flash[- ]?(?:attn|attention))\b)"
+    r"(?!.*:\s*$)",
+    re.I,
+)
 _MOST_WORDS_OF_A_TITLE = 10
 _CONVENTIONAL_PREFIX = re.compile(r"^\s*\w+(?:\([^)]*\))?!?:\s*")
 _BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|webgpu|vulkan|rocm|opencl)(?![a-z])", re.I)
@@ -331,7 +342,7 @@ _TOPIC_NOISE = re.compile(
 # CI jobs), not GPU work.
 _PLUMBING_HEAD = re.compile(
     r"\b(?:panics?|messages?|msgs?|errors?|apis?|api\s+changes|env|environment|settings?|config(?:s|uration)?"
-    r"|names?|checks?|macros?|flags?|features?|images?|files?|spans?|stubs?|fuzz\w*|profil(?:er|ing)|jobs?"
+    r"|names?|checks?|macros?|flags?|features?|images?|files?|spans?|stubs?|fuzz\w*|profil(?:er|ing)|jobs?|bindings"
     r"|metrics?|telemetry|stat(?:s|istics)|info(?:rmation)?|counters?|lints?|comments?|cfg\w*"
     r"|(?:make|build|compil\w*|link\w*)\s+(?:rules?|issues?|errors?|failures?|problems?|warnings?|breakage)"
     r"|compilation|(?:error|exception)\s+handling|dependenc\w+|deps"
@@ -550,7 +561,11 @@ def listed_title(item: Sentence) -> Claim | None:
     text = item.text
     # "* perf(cuda): optimize hybrid qwen decode path": a conventional commit's type and
     # scope come before what it did.
-    done = _TITLE_LIKE_ITEM.search(text) or _TITLE_LIKE_ITEM.search(_CONVENTIONAL_PREFIX.sub("", text))
+    done = (
+        _TITLE_LIKE_ITEM.search(text)
+        or _TITLE_LIKE_ITEM.search(_CONVENTIONAL_PREFIX.sub("", text))
+        or _CHANGES_WHAT_RUNS.match(item.with_code or text)  # not a name's verb: "`f()` dispatches"
+    )
     if len(text.split()) > _MOST_WORDS_OF_A_TITLE or not done:
         return None
     if _PLUMBING_HEAD.search(_WHAT_IT_IS_FOR.split(text, maxsplit=1)[0]):
@@ -604,8 +619,10 @@ def _topic_of(title: str) -> str:
 
 
 def _unless_joined(title: str, noise: re.Match[str]) -> str:
-    joined = title[noise.start() - 1 : noise.start()] == "-" and title[noise.end() : noise.end() + 1] == "-"
-    return noise.group() if joined else " "
+    after = title[noise.end() : noise.end() + 2]
+    joined = title[noise.start() - 1 : noise.start()] == "-" and after[:1] == "-"
+    a_file = re.fullmatch(r"\.[a-z]", after) is not None  # "Fix mistralrs-quant ops.rs for metal"
+    return noise.group() if joined or a_file else " "
 
 
 def _said_of_the_device(text: str) -> bool:
