@@ -405,6 +405,13 @@ def test_sentences_drop_rust_pasted_without_a_fence() -> None:
     ]
 
 
+def test_sentences_read_w_slash_as_with() -> None:
+    # mistral.rs 1d0884d89f "fixes w/ multimodal edge cases": not a list of "w" and "multimodal".
+    (said,) = sentences("Improve cuda graphs and fixes w/ multimodal edge cases, w/o host syncs", "")
+    assert said.text == "Improve cuda graphs and fixes with multimodal edge cases, without host syncs"
+    assert sentences("Read a/w/b paths", "")[0].text == "Read a/w/b paths"
+
+
 def test_summary_is_cut_to_githubs_limit_with_a_note() -> None:
     text = "\n".join(f"| row {i} | " + "x" * 80 + " |" for i in range(2000))
     cut = fit(text)

@@ -81,8 +81,13 @@ def sentences(title: str, body: str) -> list[Sentence]:
 _PR_NUMBER = re.compile(r"\s*\(#\d+\)(?=\s*(?:[.:;,]|\(#|$))")
 
 
+# "fixes w/ multimodal edge cases", "w/o the GPU": words, not a list of two names.
+_WITH = re.compile(r"(?<![\w/])w/(o?)(?=\s|$)", re.I)
+
+
 def _plain(text: str, keep_code: bool = False) -> str:
     text = _INLINE_CODE.sub((lambda m: m.group()[1:-1]) if keep_code else " ", text)
+    text = _WITH.sub(lambda m: "without" if m.group(1) else "with", text)
     text = _LINK.sub(r"\1", text)
     text = _PR_NUMBER.sub("", text)
     for _ in range(2):  # nested emphasis
