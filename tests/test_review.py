@@ -657,6 +657,8 @@ def test_the_code_check_counts_only_the_rust_files_of_the_change(
         ("Batch", "* Use released cubecl", []),  # a dependency
         ("Batch", "* Add metal bindings", []),  # an interface's declarations
         ("Fix scale ops.rs for cuda", "", ["scale ops.rs"]),  # a file's name keeps its words
+        ("Optimize scale", "* Add the missing kernel.", ["Optimize scale"]),  # "missing" names nothing
+        ("", "Added some scale kernels on cuda.", ["scale"]),
         ("fix: make cuda scale opt-in for guide example", "", []),  # an example's
         ("", "Implemented scale on cuda for example inputs.", ["scale"]),  # "for example": e.g.
         ("Housekeeping", "* add CubeCL impl", []),  # a backend's implementation of nothing named
