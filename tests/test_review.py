@@ -707,10 +707,10 @@ def test_a_title_naming_code_the_diff_does_not_change_cannot_be_verified() -> No
     assert (claim.backed, [f.fn.name for f in claim.functions]) == (True, ["forward"])
 
 
-def test_a_title_that_only_says_kernel_over_host_code_claims_no_gpu_work() -> None:
+def test_a_title_that_only_says_kernel_over_the_cpu_backend_claims_no_gpu_work() -> None:
     # candle 6fb665004c: "Add a const to select the conv2d kernel", an item of a squash
-    # merge whose diff is a CPU im2col: the kernel is the CPU's.
-    host = {"src/lib.rs": "pub fn im2col(x: &[f32]) -> Vec<f32> { x.to_vec() }\n"}
+    # merge whose diff changes only `cpu_backend.rs`: the kernel is the CPU's.
+    host = {"src/cpu_backend.rs": "pub fn im2col(x: &[f32]) -> Vec<f32> { x.to_vec() }\n"}
     for title, body in (
         ("Add a const to select the conv2d kernel", ""),
         ("Faster im2col", "* Add a const to select the conv2d kernel."),
@@ -719,10 +719,14 @@ def test_a_title_that_only_says_kernel_over_host_code_claims_no_gpu_work() -> No
     # Naming a device, it is a claim the diff cannot back.
     (claim,) = run_review(host, body="", title="Add a cuda kernel for conv2d").claims
     assert not claim.backed and "cannot be verified" in claim.missing[0]
+    # Over other host code the kernel may be a dependency's (vllm.rs' "Use faster kernel for
+    # sampling" calls attention_rs): a claim that cannot be verified, not no claim.
+    elsewhere = {"src/sampling.rs": "pub fn sample(x: &[f32]) -> Vec<f32> { x.to_vec() }\n"}
+    (claim,) = run_review(elsewhere, body="", title="Use faster kernel for sampling").claims
+    assert not claim.backed and "cannot be verified" in claim.missing[0]
     # Over GPU code, "kernel" is that code's.
-    (claim,) = run_review(
-        {"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST}, body="", title="Add the conv2d kernel"
-    ).claims
+    tested = {"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
+    (claim,) = run_review(tested, body="", title="Add the conv2d kernel").claims
     assert [f.fn.name for f in claim.functions] == ["gpu_scale"]
 
 
@@ -2315,12 +2319,9 @@ def test_a_title_listing_kernels_of_host_code_claims_none_of_them() -> None:
         """
     title = "perf: fused single-pass sigmoid/tanh kernels"
     # Not `fast_sigmoid` and `fast_tanh` as GPU ops: the title as a whole is held to the
-    # diff's GPU code, and there is none, so its kernels are the CPU's (ferrotorch
-    # a6cf71c2d3, which no labeller counted as a claim).
-    assert run_review({"core/src/ops/elementwise.rs": host}, body="", title=title).claims == []
-    # Named on a device, the same kernels are claims the diff cannot back.
-    claims = run_review({"core/src/ops/elementwise.rs": host}, body="", title=f"{title} on cuda").claims
-    assert [(c.subject, c.backed) for c in claims] == [("single-pass sigmoid", False), ("tanh", False)]
+    # diff's GPU code, and there is none.
+    (claim,) = run_review({"core/src/ops/elementwise.rs": host}, body="", title=title).claims
+    assert claim.topic and claim.functions == [] and "no GPU code" in claim.missing[0]
 
 
 def test_a_host_kernel_file_is_not_gpu_code() -> None:

@@ -809,9 +809,11 @@ def judge(
             named = [f for f in candidates if _spelled_by(code_names, f)]
         else:
             named = _gpu_work(claim.text, candidates, findings)
-        if not (named or kernel_sources or DEVICE_WORD.search(claim.text) or _gpu_code(candidates, findings)):
-            # "Add a const to select the conv2d kernel" over a diff with no GPU code: host
-            # code has kernels too, and a title that only says "kernel" claims no GPU work.
+        host_only = bool(changed) and all(f.cpu_build or _host_twin(f) for f in changed)
+        if host_only and not (named or kernel_sources or DEVICE_WORD.search(claim.text)):
+            # "Add a const to select the conv2d kernel" over a diff that changes only the
+            # CPU backend: host code has kernels too. Over other code a kernel may live in a
+            # dependency ("Use faster kernel for sampling"): that claim cannot be verified.
             claim.soft = True
     if not (named or claim.topic or claim.soft):
         named = _partly_named(subject, candidates, findings)
