@@ -618,10 +618,13 @@ def _topic_of(title: str) -> str:
     return " ".join(w for w in kept if not (w.startswith("-") or w.endswith("-"))).strip(" .:-+")
 
 
+_FILE_EXTENSION = re.compile(r"\.[a-z]")  # the start of `.rs` after `ops`
+
+
 def _unless_joined(title: str, noise: re.Match[str]) -> str:
     after = title[noise.end() : noise.end() + 2]
     joined = title[noise.start() - 1 : noise.start()] == "-" and after[:1] == "-"
-    a_file = re.fullmatch(r"\.[a-z]", after) is not None  # "Fix mistralrs-quant ops.rs for metal"
+    a_file = _FILE_EXTENSION.fullmatch(after) is not None  # "Fix mistralrs-quant ops.rs for metal"
     return noise.group() if joined or a_file else " "
 
 

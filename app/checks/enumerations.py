@@ -124,16 +124,17 @@ def enumerated_subjects(text: str, head_about_gpu: bool) -> list[tuple[str, bool
     return list(found.items())
 
 
+# A word of the same phrase right before or after a list ("causal conv update/full").
+_WORD_BEFORE = re.compile(r"\w\s+$")
+_WORD_AFTER = re.compile(r"\s+(?!(?:and|or)\b)\w")
+
+
 def _variants_in_an_aside(before: str, after: str) -> bool:
     """A slash list inside a parenthetical that is part of a longer phrase ("GDN CUDA
     kernels (decode recurrence, scalar/warp/chunked prefill recurrence, causal conv
     update/full)"): the variants of the one thing the aside details, not ops of their own."""
     inside = before.count("(") > before.count(")")
     return inside and (_WORD_BEFORE.search(before) is not None or _WORD_AFTER.match(after) is not None)
-
-
-_WORD_BEFORE = re.compile(r"\w\s+$")
-_WORD_AFTER = re.compile(r"\s+(?!(?:and|or)\b)\w")
 
 
 def _earlier_items(before: str, clause_start: int) -> int:
