@@ -646,6 +646,13 @@ def test_the_code_check_counts_only_the_rust_files_of_the_change(
         ("Housekeeping", "* Add build.rs to avoid metal kernel jit compile overhead", []),  # a build script
         ("fix(windows): Fix windows builds and cuDNN discovery", "", []),  # the build, not the op
         ("Add GB10 gpu runner", "", []),  # a CI machine
+        ("feat(cuda): update cutlass git revision", "", []),  # a dependency's pinned commit
+        ("Handle xcode 26+ default metal standard", "", []),  # the toolchain's language version
+        ("[Cuda] Use upstream bindgen_cuda crate", "", []),  # a dependency's release
+        ("Fix cuda build again", "", []),  # the build, not the op
+        ("Fix cubecl std usage", "", []),  # the standard library a build links
+        ("Housekeeping", "* Add better backend support for flashinfer", ["flashinfer"]),  # CUDA kernels
+        ("Housekeeping", "* Add a notice for wgpu", []),  # a message to the user
         ("Fix/ci autotune", "* Fix f16 vulkan tolerances", []),  # how close a test's results must be
         ("Add some metal scale benchark.", "", []),  # a benchmark, misspelled
         ("Activate scale on cuda and add benchmark (#1543)", "", ["scale"]),  # the upkeep after
@@ -674,6 +681,39 @@ def test_the_code_check_counts_only_the_rust_files_of_the_change(
 def test_claim_shapes(title: str, body: str, subjects: list[str]) -> None:
     found = run_review({"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST}, body=body, title=title)
     assert [c.subject for c in found.claims] == subjects
+
+
+def test_a_pull_requests_title_is_a_claim_of_its_own_beside_the_bodys_claims_of_other_things() -> None:
+    tested = {"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
+    body = "* Add the gather kernel on CUDA."
+    subjects = [
+        c.subject for c in run_review(tested, body=body, title="New, faster scale on CUDA! (#12)").claims
+    ]
+    assert subjects == ["scale", "gather"]
+    # A commit's title, or one the body's claims already cover, is no second claim.
+    assert [c.subject for c in run_review(tested, body=body, title="New, faster scale on CUDA!").claims] == [
+        "gather"
+    ]
+    covered = run_review(tested, body="* Add the scale kernel on CUDA.", title="Faster scale on CUDA (#12)")
+    assert [c.subject for c in covered.claims] == ["scale"]
+
+
+def test_a_title_without_a_gpu_word_is_not_about_a_front_end_that_only_calls_gpu_work() -> None:
+    # mistral.rs's "Add immediate isq predicates for qwen3" named the server's `re_isq`,
+    # whose callees launch kernels; the front end is not the GPU work of such a title.
+    requantize = (
+        "pub fn requantize_all(level: u8) -> Result<(), Error> {\n"
+        "    let dev = CudaDevice::new(0)?;\n"
+        "    let x = dev.alloc_zeros::<f32>(4)?;\n"
+        "    gpu_scale(&x, &dev)\n"
+        "}\n"
+    )
+    files = {
+        "src/lib.rs": KERNEL + requantize,
+        "src/server.rs": "pub fn re_quantize(level: u8) -> Result<(), Error> {\n    requantize_all(level)\n}\n",
+        "tests/gpu.rs": GPU_TEST,
+    }
+    assert run_review(files, body="", title="Add immediate quantize support").claims == []
 
 
 def test_a_title_naming_code_the_diff_does_not_change_cannot_be_verified() -> None:
@@ -2705,6 +2745,61 @@ def test_the_arms_a_diff_adds_to_a_dispatch_are_tested_only_by_a_test_that_takes
     files_with_i64 = {**files, "tests/gather_i64.rs": i64_test}
     (claim,) = _claims_of_lines(
         files_with_i64, new_arm, "Added `MetalStorage::gather` for i64 sources on Metal."
+    )
+    assert claim.backed, claim.missing
+
+
+_SWITCHED_MATMUL = """
+impl MetalDevice {
+    pub fn new() -> Self {
+        let use_mlx_mm = match std::env::var("CANDLE_USE_MLX_MM").as_deref() {
+            Ok("0") | Err(_) => false,
+            Ok(_) => true,
+        };
+        Self { use_mlx_mm }
+    }
+}
+impl MetalStorage {
+    pub fn matmul(&self, rhs: &Self) -> Result<Self> {
+        let encoder = self.device.command_encoder();
+        if self.device.use_mlx_mm {
+            encoder.set_compute_pipeline_state(&self.device.pipeline("mlx_gemm"));
+        } else {
+            encoder.set_compute_pipeline_state(&self.device.pipeline("gemm"));
+        }
+        encoder.dispatch_thread_groups(self.grid(), self.group());
+        Ok(self.output())
+    }
+}
+"""
+_MATMUL_TEST = """
+#[test]
+fn matmul_metal() {
+    let device = MetalDevice::new();
+    let a = MetalStorage::zeros(&device);
+    a.matmul(&a).unwrap();
+}
+"""
+
+
+def test_work_a_diff_puts_behind_a_setting_of_the_environment_is_tested_only_by_a_test_that_sets_it() -> None:
+    # candle's MLX matmul: the diff writes the `use_mlx_mm` branch, which runs only when
+    # CANDLE_USE_MLX_MM is set; the one GPU test does not set it.
+    files = {"src/metal_backend.rs": _SWITCHED_MATMUL, "tests/matmul.rs": _MATMUL_TEST}
+    new_branch = {"src/metal_backend.rs": frozenset({15, 16})}
+    (claim,) = _claims_of_lines(files, new_branch, "Added the MLX `MetalStorage::matmul` on Metal.")
+    assert not claim.backed
+    assert "runs only when `CANDLE_USE_MLX_MM` is set (`use_mlx_mm`)" in claim.missing[0]
+    setting = _MATMUL_TEST.replace(
+        "let device", 'std::env::set_var("CANDLE_USE_MLX_MM", "1");\n    let device'
+    )
+    (claim,) = _claims_of_lines(
+        {**files, "tests/matmul.rs": setting}, new_branch, "Added the MLX `MetalStorage::matmul` on Metal."
+    )
+    assert claim.backed, claim.missing
+    # A change outside the branch runs for every test that reaches the function.
+    (claim,) = _claims_of_lines(
+        files, {"src/metal_backend.rs": frozenset({19})}, "Added the MLX `MetalStorage::matmul` on Metal."
     )
     assert claim.backed, claim.missing
 

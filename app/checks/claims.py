@@ -4,10 +4,12 @@ Step 4 and 5), and the hostile reviewer's questions of 4e answered from the code
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import partial
+from typing import NamedTuple
 
 from app.checks.engine import HOST_DETOUR_RULES, Touched
 from app.checks.enumerations import enumerated_subjects
@@ -20,7 +22,7 @@ from app.checks.gpu_tests import (
     tests_reaching,
     untaken_dispatch,
 )
-from app.checks.model import Arm, Finding
+from app.checks.model import Arm, Finding, Function
 from app.checks.prose import (
     DEVICE_WORD,
     DTYPE_NAME,
@@ -266,7 +268,7 @@ _CHANGES_WHAT_RUNS = re.compile(
     r"^\W*(?:us(?:e|es|ed|ing)(?!\s+(?:the\s+)?correct\b)|allow\w*|avoid\w*|dispatch\w*|fus(?:e|es|ing)"
     r"|rout(?:e|es|ed|ing)|switch\w*)\b"  # "* Use correct kernel" is a fix of a name
     r"(?=.*\b(?:kernels?|gpus?|cuda|metal|vulkan|rocm|hip|webgpu|cudnn|cublas\w*"
-    r"|flash[- ]?(?:attn|attention))\b)"
+    r"|flash[- ]?(?:attn|attention|infer))\b)"
     r"(?!.*:\s*$)",
     re.I,
 )
@@ -276,7 +278,7 @@ _BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|webgpu|vulkan|rocm|ope
 # A title that names a GPU backend (or the GPU) as the place of the work.
 _BACKEND_WORD = re.compile(
     rf"\b(?:gpu|{_BACKENDS}|hip|spirv|cudnn|cublas\w*|tensorrt|directml|ptx|wgsl|msl|mps"
-    r"|flash[- ]?(?:attn|attention))\b",  # FlashAttention's kernels are CUDA's
+    r"|flash[- ]?(?:attn|attention|infer))\b",  # FlashAttention's and FlashInfer's kernels are CUDA's
     re.I,
 )
 # Upkeep, not GPU work: a title about it makes no claim ("Update cubecl", "Metal commands
@@ -291,7 +293,7 @@ _UPKEEP = re.compile(
     r"|replac\w*\b(?!.*\b(?:with|by)\b))"  # an edit inside code; "replace X with a kernel" claims
     rf"|\b(?:gpu|{_BACKENDS})\s+(?:[\w-]+\s+)?tests?\b|\bin\s+test-\w+"  # a backend's ("GPU pool tests")
     rf"|\b(?:{_BACKENDS})\s+v?\d+\.\d+"  # "Support CUDA 12.9 and 13.0": a toolkit's release
-    r"|\b(?:refactor\w*|cleanup|version|deps|dependenc\w+|readme|changelog|typos?|clippy|lints?"
+    r"|\b(?:refactor\w*|cleanup|version|revisions?|submodules?|msrv|toolchains?|xcode|deps|dependenc\w+|readme|changelog|typos?|clippy|lints?"
     r"|exports?|re-?exports?|import(?:s|ing|er)?|naming|bench\w*|ci|logging|warn(?:ings?|s)?|macros?"
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*"
     r"|cargo|rerun-if-changed|when\s+(?:building|compiling)|(?:static\s+)?linking"
@@ -300,6 +302,10 @@ _UPKEEP = re.compile(
     r"|msvc)\b"  # "Fix build for cuda graph", "Fix windows builds", "on non-MSVC targets"
     r"|(?<![\w-])-f[a-z][\w-]*"  # a compiler flag: "add -fPIC on non-MSVC targets"
     r"|\b(?:gpu|ci|self-hosted)\s+runners?\b"  # "Add GB10 gpu runner": a CI machine
+    # "Fix cuda build (#1389)"; "Fix metal build for paged attn" names the work built
+    r"|\bfix\w*\s+[\w-]+\s+build(?:\s+again)?\W*(?:\(#\d+\))?\s*$"
+    r"|\bus(?:e|es|ed|ing)\s+(?:the\s+)?(?:upstream|released|published|latest)\b"  # a dependency's release
+    r"|\b(?:no[-_\s]?)?std\b(?!::)"  # "Fix cubecl std usage": which standard library a build links
     r"|\bto\s+(?:compile|build|link)\b"  # "fix metal_profile to compile with metal"
     r"|\bbuilds?\s+with\b"  # "Make flash-attn build with max sm_90 capability"
     # "Add new CUDA default path for Ubuntu 24.04": where the toolkit is installed
@@ -341,7 +347,7 @@ _TOPIC_NOISE = re.compile(
 # spans, fuzzers, profilers, metrics and other reports, lints, comments, `cfg` settings,
 # CI jobs), not GPU work.
 _PLUMBING_HEAD = re.compile(
-    r"\b(?:panics?|messages?|msgs?|errors?|apis?|api\s+changes|env|environment|settings?|config(?:s|uration)?"
+    r"\b(?:panics?|messages?|msgs?|notices?|errors?|apis?|api\s+changes|env|environment|settings?|config(?:s|uration)?"
     r"|names?|checks?|macros?|flags?|features?|images?|files?|spans?|stubs?|fuzz\w*|profil(?:er|ing)|jobs?|bindings"
     r"|metrics?|telemetry|stat(?:s|istics)|info(?:rmation)?|counters?|lints?|comments?|cfg\w*"
     r"|(?:make|build|compil\w*|link\w*)\s+(?:rules?|issues?|errors?|failures?|problems?|warnings?|breakage)"
@@ -615,7 +621,7 @@ def _topic_of(title: str) -> str:
     compound ("Proof-of-Work", "text-to-image") is part of it, and a compound that
     starts or ends with one is a name (the crate `wgpu-core`) that goes with it."""
     kept = _TOPIC_NOISE.sub(partial(_unless_joined, title), title).split()
-    return " ".join(w for w in kept if not (w.startswith("-") or w.endswith("-"))).strip(" .:-+")
+    return " ".join(w for w in kept if not (w.startswith("-") or w.endswith("-"))).strip(" .:-+,!?")
 
 
 _FILE_EXTENSION = re.compile(r"\.[a-z]")  # the start of `.rs` after `ops`
@@ -828,8 +834,11 @@ def judge(
     claim.functions = with_evidence or [f for f in named if f.claim] or named
     if claim.soft and claim.line == 0 and not DEVICE_WORD.search(claim.text):
         # A title's "fused single-pass sigmoid/tanh kernels" of host code: kernels of the
-        # CPU (a list under a head takes the head's word for the place of its work).
-        claim.functions = [f for f in claim.functions if _touches_the_gpu(f, findings)]
+        # CPU (a list under a head takes the head's word for the place of its work). Nor
+        # is a front end's `re_isq` of "Add immediate isq predicates for qwen3" GPU work,
+        # though its callees launch kernels: a title that says no GPU word is about code
+        # that does that work itself.
+        claim.functions = [f for f in claim.functions if _does_its_own_gpu_work(f, findings)]
     if claim.soft and claim.listed:
         # A listed name that does no GPU work is no GPU op when the GPU-ness is only its
         # place (`pool_take` of "byte_size computation in pool_take/pool_return" under
@@ -890,6 +899,16 @@ def judge(
         for f in claim.functions
         if f not in untested and (arms := _new_arms(f, touched)) and not _takes_an_arm(ws, f, arms)
     }
+    # "} else if self.device.use_mlx_mm {": the diff's work behind a switch read from the
+    # environment runs for a test that turns it on.
+    switched_off = {
+        id(f): switch
+        for f in claim.functions
+        if f not in untested
+        and id(f) not in arms_untaken
+        and (switch := _new_switched_code(ws, f, touched))
+        and not _a_test_asks_for(ws, f, [{switch.name}, {switch.variable}])
+    }
     # "where-cond for u8 and u32", "bf16 matmul": a claim about dtypes is tested by a GPU
     # test that uses one of them.
     dtypes = sorted({d.lower() for d in DTYPE_NAME.findall(_BFLOAT.sub("bf16", claim.text))})
@@ -899,6 +918,7 @@ def judge(
         if dtypes
         and f not in untested
         and id(f) not in arms_untaken
+        and id(f) not in switched_off
         and not _a_test_asks_for(ws, f, [{d} for d in dtypes])
     }
     about_memory = bool(_MEMORY_WORK.search(claim.subject))
@@ -942,6 +962,11 @@ def judge(
             shown = ", ".join(f"`{' '.join(a.pattern.split())[:40]} =>`" for a in arms_untaken[id(item)][:3])
             claim.missing.append(
                 f"{where}: the GPU tests that reach it take none of the arms the diff adds ({shown}) — 4d"
+            )
+        elif id(item) in switched_off:
+            claim.missing.append(
+                f"{where}: the diff's code in it runs only when `{switched_off[id(item)].variable}` is set "
+                f"(`{switched_off[id(item)].name}`), and no GPU test that reaches it sets it — 4d"
             )
         elif id(item) in dtypes_unused:
             claim.missing.append(f"{where}: no GPU test that reaches it uses {' or '.join(dtypes)} — 4d")
@@ -1022,6 +1047,12 @@ def _touches_the_gpu(item: IndexedFunction, findings: list[Finding]) -> bool:
     """GPU code by its name or place, backend evidence, or a code finding (the
     analyzer flags only code that handles GPU work)."""
     return item.is_gpu_code or bool(item.evidence) or _has_a_finding(item, findings)
+
+
+def _does_its_own_gpu_work(item: IndexedFunction, findings: list[Finding]) -> bool:
+    """GPU code by its name or place, backend evidence in its own body, or a code
+    finding; not a caller of GPU work alone."""
+    return item.is_gpu_code or bool(item.direct_evidence) or _has_a_finding(item, findings)
 
 
 def _named(claim: Claim, subject: list[str], candidates: list[IndexedFunction]) -> list[IndexedFunction]:
@@ -1215,6 +1246,70 @@ def _new_arms(item: IndexedFunction, touched: Touched) -> list[Arm]:
     spans = [(fn.line_of(a.start), fn.line_of(a.end)) for a in arms]
     inside = all(any(start <= line <= end for start, end in spans) for line in written)
     return arms if arms and inside else []
+
+
+class Switch(NamedTuple):
+    """A setting read from the environment: the code's name for it (`use_mlx_mm`) and
+    the variable (`CANDLE_USE_MLX_MM`)."""
+
+    name: str
+    variable: str
+
+
+# `let use_mlx_mm = match std::env::var("CANDLE_USE_MLX_MM") ..`: a name bound to a
+# variable of the environment; `if env::var("X").is_ok()` reads one in place.
+_BOUND_TO_ENV = re.compile(r'\blet\s+(?:mut\s+)?(\w+)\s*(?::[^=;]*)?=[^;]*?\benv::var(?:_os)?\(\s*(?=")')
+_READ_FROM_ENV = re.compile(r'\benv::var(?:_os)?\(\s*(?=")')
+
+
+def _new_switched_code(ws: Workspace, item: IndexedFunction, touched: Touched) -> Switch | None:
+    """The switch the diff's work in a function it does not add whole runs behind: every
+    line it writes in the body is in the then-block of an `if` on a setting of the
+    environment, read in place or through a name bound to it (in a field too:
+    `self.device.use_mlx_mm`). None when some written line runs without it."""
+    fn = item.fn
+    written = [line for line in touched.get(item.path, ()) if fn.body_line <= line <= fn.end_line]
+    if not written or len(written) == fn.end_line - fn.body_line + 1:
+        return None
+    switches = _environment_switches(ws)
+    found: Switch | None = None
+    spans = []
+    for branch in fn.branches:
+        condition = fn.text[branch.start : branch.then_start].decode("latin-1")
+        read = _READ_FROM_ENV.search(condition)
+        variable = _string_at(fn, branch.start + read.end()) if read else ""
+        named = next((n for n in re.findall(r"\w+", condition) if n in switches), "")
+        switch = Switch(variable, variable) if variable else switches.get(named)
+        if switch is not None:
+            found = found or switch
+            spans.append((fn.line_of(branch.then_start), fn.line_of(branch.then_end)))
+    inside = all(any(start <= line <= end for start, end in spans) for line in written)
+    return found if spans and inside else None
+
+
+_SWITCHES: weakref.WeakKeyDictionary[Workspace, dict[str, Switch]] = weakref.WeakKeyDictionary()
+
+
+def _environment_switches(ws: Workspace) -> dict[str, Switch]:
+    """The names product code binds to variables of the environment, when the name is
+    the variable's (`use_mlx_mm` of `CANDLE_USE_MLX_MM`; a `val` of `env::var("X")` is
+    any value)."""
+    if ws not in _SWITCHES:
+        switches = {}
+        for f in ws.functions:
+            if f.support_code or b"env::var" not in f.fn.text:
+                continue
+            for bound in _BOUND_TO_ENV.finditer(f.fn.text.decode("latin-1")):
+                name, variable = bound.group(1), _string_at(f.fn, bound.end())
+                if variable and name.lower() in variable.lower():
+                    switches[name] = Switch(name, variable)
+        _SWITCHES[ws] = switches
+    return _SWITCHES[ws]
+
+
+def _string_at(fn: Function, offset: int) -> str:
+    """The contents of the string literal that starts at the offset of the body, or ""."""
+    return next((lit.text.strip('"') for lit in fn.literals if lit.offset == offset), "")
 
 
 # The names an arm's pattern matches on: a string, a path's last segment, a variant.

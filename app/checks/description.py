@@ -10,13 +10,15 @@ from app.checks.claims import Claim, extract_claims, judge, listed_title, moved_
 from app.checks.engine import Touched
 from app.checks.mentions import mentioned_claims, planned_lines
 from app.checks.model import Finding
-from app.checks.prose import Sentence, sentences
+from app.checks.prose import Sentence, sentences, subject_words
 from app.checks.rust_index import KERNEL_FILE_EXTENSIONS
 from app.checks.workspace import IndexedFunction, Workspace
 
 # Kernel source and its headers (`kernels/src/fill.cu`, `keyswitch.cuh`): GPU code
 # gpuproof does not read; the group is the name a kernel constant includes it by.
 KERNEL_SOURCE_PATH = re.compile(rf"([\w-]+)\.(?:{KERNEL_FILE_EXTENSIONS}|cuh)$", re.I)
+# A squash merge's title names its pull request: "Fix the Metal sampler (#1327)".
+_PULL_REQUEST = re.compile(r"\(#\d+\)\s*$")
 # The toolchain of a kernel file, by extension; the rest are shaders (WGSL, SPIR-V,
 # GLSL, HLSL). A `unary.metal` the diff changes is not the `unary.ptx` a constant of
 # the CUDA backend includes (candle has both).
@@ -89,10 +91,16 @@ def description_context(
         if claim.functions:
             ctx.claims.append(claim)
     # A description that claims nothing in so many words is a terse one: its title is
-    # its claim, whatever titles of its commits a squash merge lists below it.
+    # its claim, whatever titles of its commits a squash merge lists below it. A pull
+    # request's title that puts work on the GPU is a claim of its own when the body's
+    # claims are of other things ("New, fast sampler for Metal! (#1327)" over "* Use
+    # LRU prefix cacher", "* Add metal argsort kernel").
     topic = title_topic(said[0]) if said and said[0].line == 0 else None
     added = [f for f in changed if added_whole(f, touched)]
-    if topic and not ctx.claims and not moved_into_a_folder(topic, touched):
+    of_its_own = bool(
+        topic and not topic.soft and _PULL_REQUEST.search(title) and _new_topic(topic, ctx.claims)
+    )
+    if topic and (not ctx.claims or of_its_own) and not moved_into_a_folder(topic, touched):
         judge(ws, topic, changed, findings, held, touched, kernel_files, added)
         if topic.functions or not topic.soft:
             ctx.claims.append(topic)
@@ -132,3 +140,10 @@ def _each_once(claims: list[Claim]) -> list[Claim]:
             seen.add(key)
             once.append(claim)
     return once
+
+
+def _new_topic(topic: Claim, claims: list[Claim]) -> bool:
+    """The title's topic shares no word with the claims of the body: it is not their
+    summary ("Metal matmul (#12)" over "* Tile the matmul kernel")."""
+    words = set(subject_words(topic.subject))
+    return not any(words & set(subject_words(c.subject)) for c in claims)

@@ -102,7 +102,8 @@ DEVICE_WORDS = (
     r"gpus?|cuda|ptx|cubecl|wgpu|on-device|device-resident|cublas\w*|cudnn|cusolver|cusparse"
     r"|cufft|nccl|msl|metal|mps|hip|rocm|vulkan|opencl|wgsl|tensor cores?|shaders?"
     r"|tensorrt|directml"  # ONNX Runtime's GPU execution providers (NVIDIA's, DirectX 12's)
-    r"|flash[- ]?(?:attn|attention)"  # FlashAttention: CUDA kernels (candle-flash-attn, flash-attn v2/v3)
+    # FlashAttention, FlashInfer: CUDA kernels (candle-flash-attn, flash-attn v2/v3)
+    r"|flash[- ]?(?:attn|attention|infer)"
 )
 GPU_WORDS = rf"{DEVICE_WORDS}|kernels?"
 GPU_WORD = re.compile(rf"\b(?:{GPU_WORDS})\b|Gpu[A-Z]", re.I)
