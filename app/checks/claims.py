@@ -1239,13 +1239,22 @@ def _new_arms(item: IndexedFunction, touched: Touched) -> list[Arm]:
     """The match arms the diff adds to a function it does not add whole, when every line
     it writes in the function's body is in one of them."""
     fn = item.fn
-    written = [line for line in touched.get(item.path, ()) if fn.body_line <= line <= fn.end_line]
-    if not written or len(written) == fn.end_line - fn.body_line + 1:
-        return []  # nothing written, or the whole body: the diff adds the function
+    written = _written_in_part(item, touched)
     arms = [a for a in fn.arms if fn.line_of(a.start) in written]
     spans = [(fn.line_of(a.start), fn.line_of(a.end)) for a in arms]
-    inside = all(any(start <= line <= end for start, end in spans) for line in written)
-    return arms if arms and inside else []
+    return arms if arms and _all_within(written, spans) else []
+
+
+def _written_in_part(item: IndexedFunction, touched: Touched) -> list[int]:
+    """The lines the diff writes in the function's body; none when it writes none or
+    the whole body (the diff adds the function)."""
+    fn = item.fn
+    written = [line for line in touched.get(item.path, ()) if fn.body_line <= line <= fn.end_line]
+    return [] if len(written) == fn.end_line - fn.body_line + 1 else written
+
+
+def _all_within(lines: list[int], spans: list[tuple[int, int]]) -> bool:
+    return all(any(start <= line <= end for start, end in spans) for line in lines)
 
 
 class Switch(NamedTuple):
@@ -1268,8 +1277,8 @@ def _new_switched_code(ws: Workspace, item: IndexedFunction, touched: Touched) -
     environment, read in place or through a name bound to it (in a field too:
     `self.device.use_mlx_mm`). None when some written line runs without it."""
     fn = item.fn
-    written = [line for line in touched.get(item.path, ()) if fn.body_line <= line <= fn.end_line]
-    if not written or len(written) == fn.end_line - fn.body_line + 1:
+    written = _written_in_part(item, touched)
+    if not written:
         return None
     switches = _environment_switches(ws)
     found: Switch | None = None
@@ -1283,8 +1292,7 @@ def _new_switched_code(ws: Workspace, item: IndexedFunction, touched: Touched) -
         if switch is not None:
             found = found or switch
             spans.append((fn.line_of(branch.then_start), fn.line_of(branch.then_end)))
-    inside = all(any(start <= line <= end for start, end in spans) for line in written)
-    return found if spans and inside else None
+    return found if spans and _all_within(written, spans) else None
 
 
 _SWITCHES: weakref.WeakKeyDictionary[Workspace, dict[str, Switch]] = weakref.WeakKeyDictionary()
