@@ -2797,6 +2797,14 @@ def test_work_a_diff_puts_behind_a_setting_of_the_environment_is_tested_only_by_
         {**files, "tests/matmul.rs": setting}, new_branch, "Added the MLX `MetalStorage::matmul` on Metal."
     )
     assert claim.backed, claim.missing
+    # A variable read in place, in the condition itself.
+    in_place = _SWITCHED_MATMUL.replace("if self.device.use_mlx_mm {", 'if std::env::var("MLX_MM").is_ok() {')
+    (claim,) = _claims_of_lines(
+        {**files, "src/metal_backend.rs": in_place},
+        new_branch,
+        "Added the MLX `MetalStorage::matmul` on Metal.",
+    )
+    assert "runs only when `MLX_MM` is set, and no GPU test" in claim.missing[0]
     # A change outside the branch runs for every test that reaches the function.
     (claim,) = _claims_of_lines(
         files, {"src/metal_backend.rs": frozenset({19})}, "Added the MLX `MetalStorage::matmul` on Metal."

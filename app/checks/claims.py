@@ -26,6 +26,7 @@ from app.checks.model import Arm, Finding, Function
 from app.checks.prose import (
     DEVICE_WORD,
     DTYPE_NAME,
+    FLASH_KERNELS,
     GPU_WORD,
     HOST_WORD,
     MADE_FROM,
@@ -268,7 +269,7 @@ _CHANGES_WHAT_RUNS = re.compile(
     r"^\W*(?:us(?:e|es|ed|ing)(?!\s+(?:the\s+)?correct\b)|allow\w*|avoid\w*|dispatch\w*|fus(?:e|es|ing)"
     r"|rout(?:e|es|ed|ing)|switch\w*)\b"  # "* Use correct kernel" is a fix of a name
     r"(?=.*\b(?:kernels?|gpus?|cuda|metal|vulkan|rocm|hip|webgpu|cudnn|cublas\w*"
-    r"|flash[- ]?(?:attn|attention|infer))\b)"
+    rf"|{FLASH_KERNELS})\b)"
     r"(?!.*:\s*$)",
     re.I,
 )
@@ -278,7 +279,7 @@ _BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|webgpu|vulkan|rocm|ope
 # A title that names a GPU backend (or the GPU) as the place of the work.
 _BACKEND_WORD = re.compile(
     rf"\b(?:gpu|{_BACKENDS}|hip|spirv|cudnn|cublas\w*|tensorrt|directml|ptx|wgsl|msl|mps"
-    r"|flash[- ]?(?:attn|attention|infer))\b",  # FlashAttention's and FlashInfer's kernels are CUDA's
+    rf"|{FLASH_KERNELS})\b",  # FlashAttention's and FlashInfer's kernels are CUDA's
     re.I,
 )
 # Upkeep, not GPU work: a title about it makes no claim ("Update cubecl", "Metal commands
@@ -964,9 +965,11 @@ def judge(
                 f"{where}: the GPU tests that reach it take none of the arms the diff adds ({shown}) — 4d"
             )
         elif id(item) in switched_off:
+            switch = switched_off[id(item)]
+            through = f" (`{switch.name}`)" if switch.name != switch.variable else ""
             claim.missing.append(
-                f"{where}: the diff's code in it runs only when `{switched_off[id(item)].variable}` is set "
-                f"(`{switched_off[id(item)].name}`), and no GPU test that reaches it sets it — 4d"
+                f"{where}: the diff's code in it runs only when `{switch.variable}` is set{through}, "
+                f"and no GPU test that reaches it sets it — 4d"
             )
         elif id(item) in dtypes_unused:
             claim.missing.append(f"{where}: no GPU test that reaches it uses {' or '.join(dtypes)} — 4d")
@@ -1267,8 +1270,8 @@ class Switch(NamedTuple):
 
 # `let use_mlx_mm = match std::env::var("CANDLE_USE_MLX_MM") ..`: a name bound to a
 # variable of the environment; `if env::var("X").is_ok()` reads one in place.
-_BOUND_TO_ENV = re.compile(r'\blet\s+(?:mut\s+)?(\w+)\s*(?::[^=;]*)?=[^;]*?\benv::var(?:_os)?\(\s*(?=")')
 _READ_FROM_ENV = re.compile(r'\benv::var(?:_os)?\(\s*(?=")')
+_BOUND_TO_ENV = re.compile(rf"\blet\s+(?:mut\s+)?(\w+)\s*(?::[^=;]*)?=[^;]*?{_READ_FROM_ENV.pattern}")
 
 
 def _new_switched_code(ws: Workspace, item: IndexedFunction, touched: Touched) -> Switch | None:

@@ -94,7 +94,7 @@ def description_context(
     # its claim, whatever titles of its commits a squash merge lists below it. A pull
     # request's title that puts work on the GPU is a claim of its own when the body's
     # claims are of other things ("New, fast sampler for Metal! (#1327)" over "* Use
-    # LRU prefix cacher", "* Add metal argsort kernel").
+    # LRU prefix cacher", "* Add metal sort kernels").
     topic = title_topic(said[0]) if said and said[0].line == 0 else None
     added = [f for f in changed if added_whole(f, touched)]
     of_its_own = bool(

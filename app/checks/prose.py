@@ -98,12 +98,13 @@ def _plain(text: str, keep_code: bool = False) -> str:
 # A sentence that denies, plans, recounts the past, reports tests or tidies code does
 # not claim the names in it.
 # Words that say a sentence is about GPU work: the backends, their libraries, kernels.
+# FlashAttention, FlashInfer: CUDA kernels (candle-flash-attn, flash-attn v2/v3, flashinfer)
+FLASH_KERNELS = r"flash[- ]?(?:attn|attention|infer)"
 DEVICE_WORDS = (
     r"gpus?|cuda|ptx|cubecl|wgpu|on-device|device-resident|cublas\w*|cudnn|cusolver|cusparse"
     r"|cufft|nccl|msl|metal|mps|hip|rocm|vulkan|opencl|wgsl|tensor cores?|shaders?"
     r"|tensorrt|directml"  # ONNX Runtime's GPU execution providers (NVIDIA's, DirectX 12's)
-    # FlashAttention, FlashInfer: CUDA kernels (candle-flash-attn, flash-attn v2/v3)
-    r"|flash[- ]?(?:attn|attention|infer)"
+    rf"|{FLASH_KERNELS}"
 )
 GPU_WORDS = rf"{DEVICE_WORDS}|kernels?"
 GPU_WORD = re.compile(rf"\b(?:{GPU_WORDS})\b|Gpu[A-Z]", re.I)
