@@ -698,7 +698,24 @@ def test_a_pull_requests_title_is_a_claim_of_its_own_beside_the_bodys_claims_of_
     assert [c.subject for c in covered.claims] == ["scale"]
 
 
-def test_a_title_without_a_gpu_word_is_not_about_a_front_end_that_only_calls_gpu_work() -> None:
+def test_a_listed_item_that_names_nothing_repeats_the_claim_that_covers_its_functions() -> None:
+    # mistral.rs and candle squash merges list "Fix metal", "Add a metal kernel." or "Add
+    # some bf16 kernels." beside the item that names the op: one finding, not two.
+    untested = {"src/lib.rs": KERNEL}
+    for vague in ("Fix cuda", "Add some bf16 kernels."):
+        body = f"* Add the scale kernel on CUDA.\n\n* {vague}\n"
+        claims = run_review(untested, body=body, title="Scale (#12)").claims
+        assert [(c.subject, c.backed) for c in claims] == [("scale", False)]
+    # Alone, it is the claim.
+    (claim,) = run_review(untested, body="* Fix cuda\n\n* Docs\n", title="Misc (#12)").claims
+    assert (claim.subject, claim.backed, [f.fn.name for f in claim.functions]) == (
+        "cuda backend",
+        False,
+        ["gpu_scale"],
+    )
+
+
+def test_a_title_without_a_gpu_word_is_not_about_a_front_end_calling_another_crates_gpu_work() -> None:
     # mistral.rs's "Add immediate isq predicates for qwen3" named the server's `re_isq`,
     # whose callees launch kernels; the front end is not the GPU work of such a title.
     requantize = (
@@ -708,12 +725,17 @@ def test_a_title_without_a_gpu_word_is_not_about_a_front_end_that_only_calls_gpu
         "    gpu_scale(&x, &dev)\n"
         "}\n"
     )
+    front_end = "pub fn re_quantize(level: u8) -> Result<(), Error> {\n    requantize_all(level)\n}\n"
     files = {
-        "src/lib.rs": KERNEL + requantize,
-        "src/server.rs": "pub fn re_quantize(level: u8) -> Result<(), Error> {\n    requantize_all(level)\n}\n",
-        "tests/gpu.rs": GPU_TEST,
+        "core/src/lib.rs": KERNEL + requantize,
+        "server/src/main.rs": front_end,
+        "core/tests/gpu.rs": GPU_TEST,
     }
     assert run_review(files, body="", title="Add immediate quantize support").claims == []
+    # GPU work through launchers of its own crate is its work (burn's fusion code).
+    files = {"core/src/lib.rs": KERNEL + requantize, "core/src/server.rs": front_end}
+    (claim,) = run_review(files, body="", title="Add immediate quantize support").claims
+    assert [f.fn.name for f in claim.functions] == ["re_quantize"]
 
 
 def test_a_title_naming_code_the_diff_does_not_change_cannot_be_verified() -> None:

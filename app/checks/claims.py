@@ -837,8 +837,8 @@ def judge(
         # A title's "fused single-pass sigmoid/tanh kernels" of host code: kernels of the
         # CPU (a list under a head takes the head's word for the place of its work). Nor
         # is a front end's `re_isq` of "Add immediate isq predicates for qwen3" GPU work,
-        # though its callees launch kernels: a title that says no GPU word is about code
-        # that does that work itself.
+        # though the engine crate it calls launches kernels: a title that says no GPU word
+        # is about code that does that work itself or through its own crate.
         claim.functions = [f for f in claim.functions if _does_its_own_gpu_work(f, findings)]
     if claim.soft and claim.listed:
         # A listed name that does no GPU work is no GPU op when the GPU-ness is only its
@@ -1053,9 +1053,14 @@ def _touches_the_gpu(item: IndexedFunction, findings: list[Finding]) -> bool:
 
 
 def _does_its_own_gpu_work(item: IndexedFunction, findings: list[Finding]) -> bool:
-    """GPU code by its name or place, backend evidence in its own body, or a code
-    finding; not a caller of GPU work alone."""
-    return item.is_gpu_code or bool(item.direct_evidence) or _has_a_finding(item, findings)
+    """GPU code by its name or place, backend evidence of its own crate (in its body or
+    in a callee of the same crate), or a code finding; not a front end whose GPU work is
+    another crate's (the server's `re_isq`, the engine's kernels)."""
+    return (
+        item.is_gpu_code
+        or bool(item.evidence and item.evidence_crate == item.crate)
+        or _has_a_finding(item, findings)
+    )
 
 
 def _named(claim: Claim, subject: list[str], candidates: list[IndexedFunction]) -> list[IndexedFunction]:

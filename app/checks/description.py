@@ -123,7 +123,7 @@ def description_context(
     for claim in listed:
         judge(ws, claim, changed, findings, held, touched, kernel_files, added)
     ctx.claims.extend(c for c in listed if c.functions or not c.soft)
-    ctx.claims = _each_once(sorted(ctx.claims, key=lambda c: c.line))
+    ctx.claims = _without_vague_repeats(_each_once(sorted(ctx.claims, key=lambda c: c.line)))
     return ctx
 
 
@@ -140,6 +140,38 @@ def _each_once(claims: list[Claim]) -> list[Claim]:
             seen.add(key)
             once.append(claim)
     return once
+
+
+# Subject words that name no thing of their own: a backend, "backend" or "kernel", the
+# parts of a dtype, a pass.
+_NAMES_NOTHING = re.compile(
+    r"cuda|metal|wgpu|webgpu|vulkan|rocm|hip|opencl|gpu|backend|kernel|forward|backward|b?f|fp|u|i|\d+"
+)
+
+
+def _names_nothing(claim: Claim) -> bool:
+    return all(_NAMES_NOTHING.fullmatch(word) for word in subject_words(claim.subject))
+
+
+def _without_vague_repeats(claims: list[Claim]) -> list[Claim]:
+    """The claims without those that name nothing ("Fix metal", "Add some bf16 kernels"
+    in a squash merge's list) over functions a claim naming its thing covers, judged
+    the same: the finding is that claim's, reported once."""
+    return [
+        claim
+        for claim in claims
+        if not (
+            claim.functions
+            and _names_nothing(claim)
+            and any(
+                other is not claim
+                and other.backed == claim.backed
+                and not _names_nothing(other)
+                and {id(f) for f in claim.functions} <= {id(f) for f in other.functions}
+                for other in claims
+            )
+        )
+    ]
 
 
 def _new_topic(topic: Claim, claims: list[Claim]) -> bool:

@@ -192,6 +192,7 @@ class IndexedFunction:
     direct_evidence: str  # what in its own body is backend evidence, "" when nothing
     kernel_sources: frozenset[str]  # the GPU kernel source constants it names (`LOG_F64_PTX`)
     evidence: str = ""  # own or through callees: "launches via `x`", "" when none
+    evidence_crate: str = ""  # the crate of the function whose own body holds the evidence
 
     @property
     def path(self) -> str:
@@ -452,6 +453,7 @@ class Workspace:
         for index, item in enumerate(self.functions):
             if item.direct_evidence:
                 item.evidence = item.direct_evidence
+                item.evidence_crate = item.crate
                 queue.append(index)
             for key in {key for call in item.fn.calls for key in self.call_keys(call, item)}:
                 callers.setdefault(key, []).append(index)
@@ -470,6 +472,7 @@ class Workspace:
                     if key[0] in ("f", "t") and index not in self._targets(key, caller):
                         continue  # the name in scope at the caller is another definition
                     caller.evidence = f"calls `{item.fn.qualname}` ({item.path}:{item.fn.fn_line})"
+                    caller.evidence_crate = item.evidence_crate
                     queue.append(caller_index)
 
     def callers_of(
