@@ -717,7 +717,8 @@ def test_a_listed_item_that_names_nothing_repeats_the_claim_that_covers_its_func
 
 def test_a_title_without_a_gpu_word_is_not_about_a_front_end_calling_another_crates_gpu_work() -> None:
     # mistral.rs's "Add immediate isq predicates for qwen3" named the server's `re_isq`,
-    # whose callees launch kernels; the front end is not the GPU work of such a title.
+    # whose callees in the engine crate launch kernels; the front end is not the GPU work
+    # of such a title.
     requantize = (
         "pub fn requantize_all(level: u8) -> Result<(), Error> {\n"
         "    let dev = CudaDevice::new(0)?;\n"
