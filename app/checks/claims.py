@@ -52,8 +52,8 @@ _TARGET = (
     r"(?:the\s+)?`?(?:gpu|gpus|cuda|device|wgpu|cubecl|metal|vulkan|rocm|opencl|accelerator)\b`?"
     r"(?![\s-]+(?:jobs?|workflows?|ci|runners?)\b)"
 )
-_BACKENDS = "cuda|metal|wgpu|webgpu|cubecl|vulkan|rocm|opencl"  # the names of GPU backends
-_BACKEND = rf"(?:gpu|ptx|{_BACKENDS})"  # the word that names a GPU backend
+BACKENDS = "cuda|metal|wgpu|webgpu|cubecl|vulkan|rocm|opencl"  # the names of GPU backends
+_BACKEND = rf"(?:gpu|ptx|{BACKENDS})"  # the word that names a GPU backend
 # GPU code by its name: "rope kernel", "int8 matmul shader"; not an operating system's
 # kernel ("exhausting kernel stack", "the guest kernel").
 _KERNEL = (
@@ -198,10 +198,10 @@ _NOT_A_CLAIM = re.compile(
     # "Only support the contiguous case for cublas matmul": a restriction, no new work
     r"|\bonly\s+(?:supports?|accepts?|allows?|handles?)\b|\bsupports?\s+only\b"
     r"|\bnext(?:\s+steps?)?\s*:|\btests?\s+(?:for|of|cover\w*)\b"
-    rf"|\bskip(?:s|ped|ping)?\s+(?:the\s+)?(?:gpu|{_BACKENDS}|{_KERNEL})\b"  # "skip Metal kernels when .."
+    rf"|\bskip(?:s|ped|ping)?\s+(?:the\s+)?(?:gpu|{BACKENDS}|{_KERNEL})\b"  # "skip Metal kernels when .."
     r"|\bskip(?:s|ped|ping)?\b[^.;:]{0,60}?\btests?\b"  # "Skip q8k and q8_1 tests on cuda": a gap, not work
     # "Added empty backend to Metal": a backend or kernel that does nothing is no GPU work.
-    rf"|\b(?:empty|dummy|placeholder|no-?op|mock|fake)\s+(?:(?:gpu|{_BACKENDS})\s+)?"
+    rf"|\b(?:empty|dummy|placeholder|no-?op|mock|fake)\s+(?:(?:gpu|{BACKENDS})\s+)?"
     rf"(?:backends?|devices?|{_KERNEL}|impl\w*)\b",
     re.I,
 )
@@ -246,7 +246,7 @@ _TEST_NAME = re.compile(
 _SUBJECT_NOISE = re.compile(
     r"\([^)]*\)|<[^>]*>|\b(?:the|a|an|fused|native|new|all|both|full|fully|its|our|existing|missing|some|more|"
     rf"{_KERNEL}|ops?|paths?|support|implementation|version|forward|dispatch|now|too|also"
-    rf"|unblocks?|extends?|extended|impls?|{_BACKENDS})\b|'s\b|\b\d-?D\b",
+    rf"|unblocks?|extends?|extended|impls?|{BACKENDS})\b|'s\b|\b\d-?D\b",
     re.I,
 )
 # `qmv_fast`, `is_available`: a name of code a title spells (see _code_names).
@@ -278,7 +278,7 @@ _CONVENTIONAL_PREFIX = re.compile(r"^\s*\w+(?:\([^)]*\))?!?:\s*")
 _BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|webgpu|vulkan|rocm|opencl)(?![a-z])", re.I)
 # A title that names a GPU backend (or the GPU) as the place of the work.
 _BACKEND_WORD = re.compile(
-    rf"\b(?:gpu|{_BACKENDS}|hip|spirv|cudnn|cublas\w*|tensorrt|directml|ptx|wgsl|msl|mps"
+    rf"\b(?:gpu|{BACKENDS}|hip|spirv|cudnn|cublas\w*|tensorrt|directml|ptx|wgsl|msl|mps"
     rf"|{FLASH_KERNELS})\b",  # FlashAttention's and FlashInfer's kernels are CUDA's
     re.I,
 )
@@ -292,8 +292,8 @@ _UPKEEP = re.compile(
     r"|(?:update|upgrade|bump|merge|release|mov(?:e|es|ed|ing)|split|cleanup|clean up|format|pin)\b"
     r"|migrat\w*\s+to\b"  # "Migrate to BufferUsage": onto a new API, nothing moved to the GPU
     r"|replac\w*\b(?!.*\b(?:with|by)\b))"  # an edit inside code; "replace X with a kernel" claims
-    rf"|\b(?:gpu|{_BACKENDS})\s+(?:[\w-]+\s+)?tests?\b|\bin\s+test-\w+"  # a backend's ("GPU pool tests")
-    rf"|\b(?:{_BACKENDS})\s+v?\d+\.\d+"  # "Support CUDA 12.9 and 13.0": a toolkit's release
+    rf"|\b(?:gpu|{BACKENDS})\s+(?:[\w-]+\s+)?tests?\b|\bin\s+test-\w+"  # a backend's ("GPU pool tests")
+    rf"|\b(?:{BACKENDS})\s+v?\d+\.\d+"  # "Support CUDA 12.9 and 13.0": a toolkit's release
     r"|\b(?:refactor\w*|cleanup|version|revisions?|submodules?|msrv|toolchains?|xcode|deps|dependenc\w+|readme|changelog|typos?|clippy|lints?"
     r"|exports?|re-?exports?|import(?:s|ing|er)?|naming|bench\w*|ci|logging|warn(?:ings?|s)?|macros?"
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*"
@@ -330,7 +330,7 @@ _TOPIC_NOISE = re.compile(
     r"\b(?:fix(?:es|ed|ing)?|add(?:s|ed|ing)?|handl(?:e[sd]?|ing)|improv(?:e[sd]?|ing)|support(?:s|ed|ing)?"
     r"|enabl(?:e[sd]?|ing)|activat(?:e[sd]?|ing)|implement\w*|feat|perf|mak(?:e|es|ing)|allow\w*|us(?:e[sd]?|ing)"
     r"|faster|better|new|initial|first|draft|more|some|small|missing"
-    rf"|the|a|an|for|on|in|to|of|with|and|from|via|gpu|{_BACKENDS}|hip|spirv"
+    rf"|the|a|an|for|on|in|to|of|with|and|from|via|gpu|{BACKENDS}|hip|spirv"
     rf"|backends?|{_KERNEL}|impls?|implementations?|ops?|operations?|operators?|nodes?|paths?|tests?)\b"
     r"|\(#\d+\)",
     re.I,
@@ -394,7 +394,7 @@ _SET_UP_NAME = re.compile(rf"{PLUMBING_NAME.pattern}|^(?:init|setup|register|con
 # MKL are CPU libraries), unless its name also says the device (`cpu_to_gpu`): the host
 # twin of the op, not what a GPU claim is about.
 _HOST_NAME = re.compile(r"(?<![a-z])(?:cpu|host|accelerate|mkl)(?![a-z])", re.I)
-_DEVICE_NAME = re.compile(rf"(?<![a-z])(?:gpu|device|ptx|{_BACKENDS})(?![a-z])", re.I)
+_DEVICE_NAME = re.compile(rf"(?<![a-z])(?:gpu|device|ptx|{BACKENDS})(?![a-z])", re.I)
 _STUB_RULES = frozenset({"deferred-kernel", "stub-residue"})
 _DATA_WORK = frozenset({"readback", "upload", "device_memory", "host_loop", "to_vec"})
 # "copy_into_async", "2D memcpy", "synchronize method", "pinned buffers": a claim about

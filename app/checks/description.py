@@ -6,7 +6,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from app.checks.claims import Claim, extract_claims, judge, listed_title, moved_into_a_folder, title_topic
+from app.checks.claims import (
+    BACKENDS,
+    Claim,
+    extract_claims,
+    judge,
+    listed_title,
+    moved_into_a_folder,
+    title_topic,
+)
 from app.checks.engine import Touched
 from app.checks.mentions import mentioned_claims, planned_lines
 from app.checks.model import Finding
@@ -144,9 +152,7 @@ def _each_once(claims: list[Claim]) -> list[Claim]:
 
 # Subject words that name no thing of their own: a backend, "backend" or "kernel", the
 # parts of a dtype, a pass.
-_NAMES_NOTHING = re.compile(
-    r"cuda|metal|wgpu|webgpu|vulkan|rocm|hip|opencl|gpu|backend|kernel|forward|backward|b?f|fp|u|i|\d+"
-)
+_NAMES_NOTHING = re.compile(rf"gpu|hip|{BACKENDS}|backend|kernel|forward|backward|b?f|fp|u|i|\d+")
 
 
 def _names_nothing(claim: Claim) -> bool:
