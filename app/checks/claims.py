@@ -208,6 +208,7 @@ _NOT_A_CLAIM = re.compile(
 _NOT_A_SUBJECT = re.compile(
     r"\s*(?:\d(?!-?d\b)|(?:one|two|three|four|five|six|seven|eight|nine|ten|dozens?)\b|in\b|on\b|for\b|when\b|via\b|to\b|at\b|is\b|are\b|over\b|by\b|with\b|from\b|as\b"
     r"|through\b|into\b|onto\b|more\b|others?\b|every(?:thing)?\b|each\b|major\b|etc\b|this\b|that\b|it\b|result|tensor\b(?!::)|output|input|data\b|end-to-end|next\b|done\b|todo\b|tests?\b"
+    r"|can\b|may\b"  # "Native GPU kernel can be implemented in a follow-up PR": a verb, not a name
     r"|changes?\b|summary\b|notes?\b|status\b|rs\b|add(?:s|ed)?\b|implement\w*|port(?:s|ed)?\b|wire\w*|new\b|use[sd]?\b"
     r"|(?:interfaces?|traits?|apis?|surfaces?)\s*$|\w+ly\s*$"  # "dispatch interface", "cleanly"
     r"|(?:(?:gpu|cuda)\s+)?acceleration\s*$)",  # "add Metal GPU acceleration for X" is about X

@@ -55,6 +55,12 @@ _NEW_CLAUSE = re.compile(r",|\b(?:it|we|they)\b", re.I)
 _UNDONE = re.compile(
     r"\s*(?:\w+\s+){0,2}(?:removed|removal|gone|eliminated|dropped|deleted|replaced|is\s+an?\s+error)", re.I
 )
+# "the CPU fallback doesn't fully close issue #4832": the fallback, named, judged wanting.
+_FOUND_WANTING = re.compile(
+    r"\s*(?:\w+ly\s+)?(?:does\s+not|doesn't|did\s+not|didn't|cannot|can't|fails?\s+to)\b",
+    re.I,
+)
+_A_FALLBACK = re.compile(r"fall-?backs?$", re.I)  # the thing, not "falls back" (what code does)
 # "X was falling back to the CPU": the old behaviour the change removes.
 _HISTORY = re.compile(r"\b(?:was|were|used\s+to|previously|formerly|had\s+been|before\s+this)\b", re.I)
 # "Falls through to the existing CPU path when param.is_cpu()": CPU inputs take the CPU path.
@@ -132,6 +138,7 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
             if (
                 _negated(before, found.group())
                 or _UNDONE.match(after)
+                or (_A_FALLBACK.search(found.group()) and _FOUND_WANTING.match(after))
                 or _said_of_no_fallback(before, found, after)
                 or _not_about_the_device(text, found)
                 or (_LIMITED_CASES.search(sentence.text[: found.start()]) and NEXT_STEP.search(ctx.text))

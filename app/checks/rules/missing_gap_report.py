@@ -24,7 +24,7 @@ _PARTS = {
         r"what\s+(?:does\s+not|doesn't)\s+work|not\s+(?:yet\s+)?(?:supported|implemented|working|done|wired)"
         r"|does\s+not\s+work|doesn't\s+work|\bmissing\b|limitation|known\s+gaps?|\bgaps?\b|unsupported"
         r"|\buntouched\b|\bcpu[- ]only\b|\bstill\s+(?:runs?|uses?|takes?|on)\b|\bonly\s+(?:for|f32|f64)\b"
-        r"|\bnot\s+yet\b|\bremain(?:s|ing)?\b|\bpartial\b|\bno\s+(?:gpu|cuda)\b|returns?\s+err",
+        r"|(?:\bnot|n't)\s+yet\b|\bremain(?:s|ing)?\b|\bpartial\b|\bno\s+(?:gpu|cuda)\b|returns?\s+err",
         re.I,
     ),
     "the next step": NEXT_STEP,
