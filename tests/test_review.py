@@ -661,6 +661,8 @@ def test_the_code_check_counts_only_the_rust_files_of_the_change(
         ("Handle xcode 26+ default metal standard", "", []),  # the toolchain's language version
         ("[Cuda] Use upstream bindgen_cuda crate", "", []),  # a dependency's release
         ("Fix cuda build again", "", []),  # the build, not the op
+        ("Use cudaforge for kernel build (#1856)", "", []),  # the tool that builds kernels
+        ("Housekeeping", "* Fix tests on metal", []),  # the tests', like "Fix metal tests"
         ("Fix cubecl std usage", "", []),  # the standard library a build links
         ("Housekeeping", "* Add better backend support for flashinfer", ["flashinfer"]),  # CUDA kernels
         ("Housekeeping", "* Add a notice for wgpu", []),  # a message to the user

@@ -294,6 +294,8 @@ _UPKEEP = re.compile(
     r"|migrat\w*\s+to\b"  # "Migrate to BufferUsage": onto a new API, nothing moved to the GPU
     r"|replac\w*\b(?!.*\b(?:with|by)\b))"  # an edit inside code; "replace X with a kernel" claims
     rf"|\b(?:gpu|{BACKENDS})\s+(?:[\w-]+\s+)?tests?\b|\bin\s+test-\w+"  # a backend's ("GPU pool tests")
+    rf"|\btests?\s+(?:on|for)\s+(?:the\s+)?(?:gpu|{BACKENDS})\b"  # "Fix tests on metal"
+    r"|\b(?:kernels?|ptx|shaders?)\s+build(?:s|ing)?\b"  # "Use cudaforge for kernel build": tooling
     rf"|\b(?:{BACKENDS})\s+v?\d+\.\d+"  # "Support CUDA 12.9 and 13.0": a toolkit's release
     r"|\b(?:refactor\w*|cleanup|version|revisions?|submodules?|msrv|toolchains?|xcode|deps|dependenc\w+|readme|changelog|typos?|clippy|lints?"
     r"|exports?|re-?exports?|import(?:s|ing|er)?|naming|bench\w*|ci|logging|warn(?:ings?|s)?|macros?"
