@@ -279,8 +279,8 @@ _CONVENTIONAL_PREFIX = re.compile(r"^\s*\w+(?:\([^)]*\))?!?:\s*")
 _BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|webgpu|vulkan|rocm|opencl)(?![a-z])", re.I)
 # A title that names a GPU backend (or the GPU) as the place of the work.
 _BACKEND_WORD = re.compile(
-    rf"\b(?:gpu|{BACKENDS}|hip|spirv|cudnn|cublas\w*|tensorrt|directml|ptx|wgsl|msl|mps"
-    rf"|{FLASH_KERNELS})\b",  # FlashAttention's and FlashInfer's kernels are CUDA's
+    rf"\b(?:gpu|{BACKENDS}|hip|spirv|cudnn|cublas\w*|nccl|tensorrt|directml|ptx|wgsl|msl|mps"
+    rf"|{FLASH_KERNELS})\b",  # FlashAttention's and FlashInfer's kernels are CUDA's; NCCL's collectives too
     re.I,
 )
 # Upkeep, not GPU work: a title about it makes no claim ("Update cubecl", "Metal commands
@@ -289,7 +289,9 @@ _BACKEND_WORD = re.compile(
 # test-cuda", "Replace closure in gemm kernel").
 _UPKEEP = re.compile(
     r"^(?:\w+/)*(?:tests?|ci|docs?)(?:/\w+)*:|^\w+\((?:tests?|ci|docs?|bench\w*)\):"
-    r"|^(?:\[[^\]]*\]\s*)?(?:(?:refactor|chore|test|tests|ci|style|build|revert)\b"
+    # "nccl: update bindings to 2.28.3": the upkeep verb after a scope's label ("feat:" and
+    # "fix:" say the change is work: "feat: update GPU device id after EP registration")
+    r"|^(?:\[[^\]]*\]\s*|(?!(?:feat|fix|perf)\b)[\w-]+:\s+)?(?:(?:refactor|chore|test|tests|ci|style|build|revert)\b"
     r"|(?:update|upgrade|bump|merge|release|mov(?:e|es|ed|ing)|split|cleanup|clean up|format|pin)\b"
     r"|migrat\w*\s+to\b"  # "Migrate to BufferUsage": onto a new API, nothing moved to the GPU
     r"|replac\w*\b(?!.*\b(?:with|by)\b))"  # an edit inside code; "replace X with a kernel" claims
