@@ -680,6 +680,7 @@ def test_the_code_check_counts_only_the_rust_files_of_the_change(
         ("Use cudaforge for kernel build (#1856)", "", []),  # the tool that builds kernels
         ("Fix nccl blocking case (#1228)", "", ["nccl blocking case"]),  # NCCL's collectives run on GPUs
         ("nccl: update bindings to 2.28.3", "", []),  # upkeep after a scope's label
+        ("Housekeeping", "* add cuda scale fuzzer in honggfuzz", []),  # a fuzzer is a test
         ("Housekeeping", "* Fix tests on metal", []),  # the tests', like "Fix metal tests"
         ("Fix cubecl std usage", "", []),  # the standard library a build links
         ("Housekeeping", "* Add better backend support for flashinfer", ["flashinfer"]),  # CUDA kernels

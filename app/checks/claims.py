@@ -300,7 +300,7 @@ _UPKEEP = re.compile(
     r"|\b(?:kernels?|ptx|shaders?)\s+build(?:s|ing)?\b"  # "Use cudaforge for kernel build": tooling
     rf"|\b(?:{BACKENDS})\s+v?\d+\.\d+"  # "Support CUDA 12.9 and 13.0": a toolkit's release
     r"|\b(?:refactor\w*|cleanup|version|revisions?|submodules?|msrv|toolchains?|xcode|deps|dependenc\w+|readme|changelog|typos?|clippy|lints?"
-    r"|exports?|re-?exports?|import(?:s|ing|er)?|naming|bench\w*|ci|logging|warn(?:ings?|s)?|macros?"
+    r"|exports?|re-?exports?|import(?:s|ing|er)?|naming|bench\w*|fuzz\w*|ci|logging|warn(?:ings?|s)?|macros?"
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*"
     r"|cargo|rerun-if-changed|when\s+(?:building|compiling)|(?:static\s+)?linking"
     r"|(?:avoid|skip|stop)\w*\s+(?:compil|build|link)\w*"  # "Avoid compiling any OpenCL on macos"
