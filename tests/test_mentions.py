@@ -70,14 +70,13 @@ def test_a_name_already_claimed_by_a_pattern_is_not_claimed_twice() -> None:
 def test_a_kernel_named_by_its_entry_point_claims_the_function_that_loads_it() -> None:
     loader = """
         pub fn gpu_cumsum(x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> {
-            let f = dev.get_func("prefix", "cumsum_kernel").ok_or(GpuError::MissingKernel)?;
+            let f = dev.get_func("scan", "cumsum_kernel").ok_or(GpuError::MissingKernel)?;
             unsafe { f.launch(LaunchConfig::for_num_elems(4), (x,)) }?;
             Ok(())
         }
         """
     # A commit message: its subject is the first line of the body, not a title.
-    # (In `src/scan.rs`, or loaded from a PTX module named "scan", the subject "GPU scans"
-    # would name the module too: a claim of its own.)
+    # (In `src/scan.rs` the subject "GPU scans" would name the module too: a claim of its own.)
     found = run_review({"src/prefix.rs": loader}, body="feat: GPU scans\n\n- cumsum_kernel: prefix sum\n")
     assert [(c.subject, c.backed, [f.fn.name for f in c.functions]) for c in found.claims] == [
         ("cumsum_kernel", False, ["gpu_cumsum"])  # no GPU test reaches it
