@@ -125,22 +125,6 @@ def test_claim_phrasings_resolve_to_the_changed_function(body: str) -> None:
     assert "unbacked-claim" in {f.rule for f in found.description}
 
 
-def test_a_claim_names_a_kernel_its_function_launches_by_a_string() -> None:
-    # candle's `FastReduce` launches "fast_argmin" by its name: "argmin" is about it.
-    reduce = """
-    pub fn fast_reduce(x: &CudaSlice<f32>, dev: &CudaDevice, arg: bool) -> Result<(), GpuError> {
-        let name = if arg { "fast_argmin" } else { "fast_min" };
-        let f = dev.get_func("reduce", name).ok_or(GpuError::MissingKernel)?;
-        unsafe { f.launch(LaunchConfig::for_num_elems(x.len() as u32), (x,)) }?;
-        Ok(())
-    }
-    """
-    test = GPU_TEST.replace("gpu_scale(&x, &dev)", "fast_reduce(&x, &dev, true)")
-    files = {"src/reduce.rs": reduce, "tests/gpu.rs": test}
-    (claim,) = run_review(files, body="* Cuda kernels for argmin.", title="Reductions").claims
-    assert [f.fn.name for f in claim.functions] == ["fast_reduce"] and claim.backed, claim.missing
-
-
 def test_collective_subject_resolves_to_each_member() -> None:
     files = {
         "src/reduce.rs": KERNEL.replace("gpu_scale", "gpu_sum_f64")

@@ -1072,7 +1072,6 @@ def _named(claim: Claim, subject: list[str], candidates: list[IndexedFunction]) 
     """The functions the claim's subject names, the first way that finds any: by the
     whole subject; without its dtype words ("where_cond f32" names `where_cond`); by
     the kernel source they launch ("MISH_F64_PTX", "the fill kernels" for `FILL`); by
-    the name of a kernel they launch by a string ("argmin" for `"fast_argmin"`); by
     the module they are in and the trait they implement ("einops" names `rearrange_with`
     in `einops.rs`, "ViT" the changed functions of `models/vit.rs`, "conv2d" dfdx's
     `impl Conv2DKernel<f32> for Cuda` in `tensor_ops/conv2d/cuda_kernel.rs`), unless the
@@ -1082,7 +1081,6 @@ def _named(claim: Claim, subject: list[str], candidates: list[IndexedFunction]) 
         (subject, claim.listed, lambda f: (f.fn.qualname,)),
         (plain, claim.listed, lambda f: (f.fn.qualname,)),
         (subject, True, lambda f: f.kernel_sources),
-        (subject, True, _launched_by_name),
     ]
     if not _summarises(claim):
         ways.append((plain, True, lambda f: (_placed_name(f),)))
@@ -1095,18 +1093,6 @@ def _named(claim: Claim, subject: list[str], candidates: list[IndexedFunction]) 
         if named:
             return named
     return []
-
-
-_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
-
-
-def _launched_by_name(item: IndexedFunction) -> tuple[str, ...]:
-    """The kernels a function that does GPU work launches by their names' strings
-    (`"fast_argmin"` in candle's `FastReduce`, for "Cuda kernels for argmin")."""
-    if not item.evidence:
-        return ()
-    names = (lit.text.strip('"') for lit in item.fn.literals)
-    return tuple(name for name in names if _IDENTIFIER.fullmatch(name))
 
 
 def _partly_named(
