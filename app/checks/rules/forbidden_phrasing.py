@@ -99,7 +99,8 @@ def check(ctx: DescriptionContext) -> Iterator[Hit]:
     and so are negations ("no longer falls back to the CPU") and the allowed vocabulary
     ("opt-in CPU fallback gated by FERROTORCH_ENABLE_GPU_FALLBACK", or a mode the caller
     asks for by a name that says the CPU: `runtime_for_name("gpu-or-cpu")`), and so are
-    history ("the reduction was falling back to the host before this change"), the CPU path taken
+    history ("the reduction was falling back to the host before this change"), a fallback
+    named to say it falls short ("the CPU fallback doesn't fully close #4832"), the CPU path taken
     for CPU inputs ("falls through to the CPU path when `param.is_cpu()`"), a
     fallback that names a target other than the host ("automatic fallback to the
     scalar kernel", "to star topology") or names no place in a sentence about neither
