@@ -46,8 +46,9 @@ kinds of case:
   ``heldout68_mistral``, again for ``heldout69_candle``, ``heldout70_burn`` and
   ``heldout71_mistral``, again for ``heldout72_candle``, ``heldout73_burn`` and
   ``heldout74_mistral``, again for ``heldout75_candle``, ``heldout76_burn`` and
-  ``heldout77_mistral``, and again for ``heldout78_candle``, ``heldout79_burn`` and
-  ``heldout80_mistral``;
+  ``heldout77_mistral``, again for ``heldout78_candle``, ``heldout79_burn`` and
+  ``heldout80_mistral``, and again for ``heldout81_candle``, ``heldout82_burn`` and
+  ``heldout83_mistral`` (13 commits: every candidate left);
   a file the mirror lacks, such as a large compiled ``.ptx``, is left out of the case's
   tree with a note on stderr). The description is the commit message (read from the git
   dir at run time, never stored in this repository; a GitHub merge commit's body is the
