@@ -35,7 +35,7 @@ from app.checks.model import (
 
 # Part of the facts cache key, with the source of this file and of the modules it
 # imports: bump it when the facts change without an edit there (a new tree-sitter grammar).
-EXTRACTOR_VERSION = "46"
+EXTRACTOR_VERSION = "47"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -94,6 +94,10 @@ _FN_PATH_RE = re.compile(
 )
 # `Type { field: .. }` or `path::Type::<T> { .. }`: a struct literal builds a value of Type.
 _STRUCT_LITERAL_RE = re.compile(rb"([A-Z](?<!\w[A-Z])\w*+)\s*+" + _TURBOFISH + rb"\{")
+# `Op::Conv1D { arg, .. } =>` (a pattern or a value): a variant of the enum `Op`, no
+# value of a type named `Conv1D` (candle's backprop matches every op's variant so).
+_VARIANT_PATH = re.compile(rb"(?<![\w:])[A-Z]\w*\s*::\s*\Z")
+_LONGEST_VARIANT_PATH = 64
 # `xs.apply_op3(a, b, &RotaryEmbThd)`: a unit struct handed on as a value is built there.
 _UNIT_ARGUMENT_RE = re.compile(rb"[(,]\s*+&?\s*+([A-Z]\w*+)\s*+(?=[,)])")
 # `GgmlFlashAttn.eval(..)`: a method called on a unit struct (CamelCase, not a CONSTANT).
@@ -366,7 +370,11 @@ def _constructed_types(text: bytes, calls: list[Call], impl_type: str) -> tuple[
     """Types whose values the body may build: struct literals, tuple structs
     (`Conv2D(params)`), unit structs handed on or called, and ``Type::f(..)`` calls
     (constructors, and over-approximating, any associated function)."""
-    found = {m.group(1).decode() for m in _STRUCT_LITERAL_RE.finditer(text)}
+    found = {
+        m.group(1).decode()
+        for m in _STRUCT_LITERAL_RE.finditer(text)
+        if not _VARIANT_PATH.search(text, max(0, m.start() - _LONGEST_VARIANT_PATH), m.start())
+    }
     for unit_value in (_UNIT_ARGUMENT_RE, _UNIT_RECEIVER_RE, _TUPLE_STRUCT_RE):
         found.update(m.group(1).decode() for m in unit_value.finditer(text))
     found.update(c.qualifier.rsplit("::", 1)[-1] for c in calls if c.qualifier)
