@@ -275,6 +275,7 @@ _CHANGES_WHAT_RUNS = re.compile(
     re.I,
 )
 _MOST_WORDS_OF_A_TITLE = 10
+_MOST_LINES_OF_AN_ACCESSOR = 3  # `fn x(&self) -> usize {`, `self.x`, `}`
 _CONVENTIONAL_PREFIX = re.compile(r"^\s*\w+(?:\([^)]*\))?!?:\s*")
 _BACKEND_NAME = re.compile(r"(?<![a-z])(?:cuda|metal|wgpu|webgpu|vulkan|rocm|opencl)(?![a-z])", re.I)
 # A title that names a GPU backend (or the GPU) as the place of the work.
@@ -1193,8 +1194,20 @@ def _gpu_work(text: str, candidates: list[IndexedFunction], findings: list[Findi
 
 
 def _gpu_code(candidates: list[IndexedFunction], findings: list[Finding]) -> list[IndexedFunction]:
-    """The candidates that are product code handling GPU work."""
-    return [f for f in candidates if not f.support_code and _touches_the_gpu(f, findings)]
+    """The candidates that are product code handling GPU work: not an accessor of a GPU
+    type (`QMetalStorage::device`), which "Fixing quantized llama demo on metal" does
+    not stand for."""
+    return [
+        f for f in candidates if not f.support_code and not reads_a_field(f) and _touches_the_gpu(f, findings)
+    ]
+
+
+def reads_a_field(function: IndexedFunction) -> bool:
+    """An accessor (`CudaBuffer::alloc_len` returning `self.alloc_len`): a body of a
+    line or two that calls, matches, branches on and signals nothing."""
+    fn = function.fn
+    does_something = fn.calls or fn.macros or fn.arms or fn.branches or fn.signals
+    return not does_something and fn.end_line - fn.fn_line <= _MOST_LINES_OF_AN_ACCESSOR
 
 
 def _op_functions(

@@ -19,7 +19,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 
-from app.checks.claims import Claim
+from app.checks.claims import Claim, reads_a_field
 from app.checks.prose import (
     GPU_WORDS,
     MEANS_BEFORE,
@@ -41,7 +41,6 @@ _BACKEND_PREFIX = re.compile(r"^(?:gpu|cuda|cu|wgpu|metal|mtl)_", re.I)
 _GPU_CONTEXT = re.compile(
     rf"\b(?:{GPU_WORDS}|(?<!meta )(?<!meta-)device|launch\w*|backward)\b|Gpu[A-Z]", re.I
 )
-_MOST_LINES_OF_AN_ACCESSOR = 3  # `fn x(&self) -> usize {`, `self.x`, `}`
 # The method an op type (an autograd node, a kernel, a module) exists for.
 _OP_METHOD = re.compile(r"^(?:backward|forward|apply|call|launch|execute|run|compute|step)$")
 # A heading after which the items are plans or gaps, not done work.
@@ -62,20 +61,11 @@ def _said_of_the_gpu(text: str) -> bool:
 def _is_gpu_op(function: IndexedFunction) -> bool:
     """A function that presents itself as GPU code or does GPU work. Living in a GPU
     crate is not enough: its allocator's `round_len` and `pool_take` are host helpers."""
-    if function.support_code or function.cpu_build or _reads_a_field(function):
+    if function.support_code or function.cpu_build or reads_a_field(function):
         return False
     if PLUMBING_NAME.match(function.fn.name):
         return bool(function.direct_evidence)
     return bool(function.claim or function.evidence)
-
-
-def _reads_a_field(function: IndexedFunction) -> bool:
-    """An accessor (`CudaBuffer::alloc_len` returning `self.alloc_len`): a body of a
-    line or two that calls, matches, branches on and signals nothing. "for alloc_len"
-    in a description names the field, not GPU work."""
-    fn = function.fn
-    does_something = fn.calls or fn.macros or fn.arms or fn.branches or fn.signals
-    return not does_something and fn.end_line - fn.fn_line <= _MOST_LINES_OF_AN_ACCESSOR
 
 
 def _names_of(changed: list[IndexedFunction]) -> dict[str, list[IndexedFunction]]:
