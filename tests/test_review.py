@@ -2184,6 +2184,89 @@ def test_a_default_method_of_a_trait_reaches_the_impls_of_the_types_built(
     assert not any("4a" in m for m in claim.missing)
 
 
+def test_a_title_on_a_backend_does_not_stand_for_an_accessor_of_its_gpu_type() -> None:
+    # candle's "Fixing quantized llama demo on metal.": the diff changes the model (host
+    # code) and adds `QMetalStorage::device`, which returns a field; that accessor is no
+    # GPU work the title could be backed by, though the type's other method launches.
+    metal = """
+        pub struct QMetalStorage { buffer: Buffer, device: MetalDevice }
+        impl QMetalStorage {
+            pub fn dequantize(&self) -> Result<Buffer> {
+                let pipeline = self.device.kernels.load_pipeline("dequantize")?;
+                let encoder = self.device.command_encoder();
+                encoder.set_compute_pipeline_state(&pipeline);
+                encoder.dispatch_thread_groups(grid, group);
+                Ok(self.buffer.clone())
+            }
+            pub fn device(&self) -> &MetalDevice {
+                &self.device
+            }
+        }
+        """
+    model = """
+        impl ModelWeights {
+            pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+                let mask = Tensor::zeros((4, 4), DType::F32, x.device())?;
+                x.add(&mask)
+            }
+        }
+        """
+    test = """
+        #[test]
+        fn qmetal_dequantize() {
+            let dev = MetalDevice::new(0).expect("this test needs a Metal device");
+            let s = QMetalStorage::zeros(&dev);
+            s.dequantize().unwrap();
+            assert_eq!(s.device().id(), 0);
+        }
+        """
+    files = {"src/quantized/metal.rs": metal, "src/models/quantized_llama.rs": model, "tests/metal.rs": test}
+    sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
+    touched = {
+        "src/quantized/metal.rs": frozenset(range(11, 14)),
+        "src/models/quantized_llama.rs": frozenset(range(1, 9)),
+    }
+    (claim,) = review(sources, RepoConfig(), touched, "Fixing quantized llama demo on metal.", "").claims
+    assert claim.backed is False
+    assert claim.missing == [
+        "the title puts work on the GPU, but the diff adds or changes no GPU code: the claim cannot be verified"
+    ]
+
+
+def test_an_enum_variant_named_as_a_type_builds_no_value_of_that_type() -> None:
+    # candle's backprop matches `Op::Conv1D { .. }` for every op: a variant of `Op`, no
+    # value of the CUDA backend's `struct Conv1D`, whose `f` runs only where one is built.
+    walk = """
+        pub fn walk(op: &Op) -> usize {
+            match op {
+                Op::Affine { arg } => *arg,
+                _ => 0,
+            }
+        }
+        """
+    test = """
+        #[test]
+        fn avg_pool2d_gpu() {
+            let dev = CudaDevice::new(0).expect("this test needs a CUDA device");
+            CudaStorage::zeros(&dev).avg_pool2d(2);
+            walk(&Op::Pool);
+        }
+        """
+    files = {
+        "src/utils.rs": _MAP1_TRAIT,
+        "src/backend.rs": _MAP1_OPS,
+        "src/backprop.rs": walk,
+        "tests/gpu.rs": test,
+    }
+    (claim,) = run_review(files, body="Add a cuda kernel for affine.").claims
+    assert claim.backed is False
+    assert any("no GPU test reaches it — 4d" in m for m in claim.missing)
+    # The same walk building the value does reach it.
+    built = {**files, "src/backprop.rs": walk.replace("_ => 0,", "_ => Affine { arg: 1 }.arg,")}
+    (claim,) = run_review(built, body="Add a cuda kernel for affine.").claims
+    assert claim.backed is True
+
+
 # An ONNX runtime whose every op is a WGSL shader (wonnx): the ops are chosen by name
 # in one `compile` function, the shaders are templates a `lazy_static!` loads, and a
 # session acquires the GPU itself, so its tests never name a device.
