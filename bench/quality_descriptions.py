@@ -101,7 +101,11 @@ Scores:
   tokens (lowercase words, camelCase/snake_case split, stop words and generic GPU
   words dropped; "forward"/"backward"/dtypes count half; at least one shared content
   token). Matching is one-to-one first (best pairs first); a label left over may then
-  share a predicted claim that merged it with another. TP = labelled unbacked and
+  share a predicted claim that merged it with another. A label still unmatched is then
+  paired with an unmatched predicted claim whose subject names only a backend or a
+  dtype ("cuda backend" for the title "Fix cuda", "BF16") when the sentence it was
+  read from shares at least two words with the label's subject, backend and kernel
+  words counted ("cuda fix"). TP = labelled unbacked and
   predicted unbacked; FP = labelled backed but predicted unbacked, or a predicted
   unbacked claim that matches no label (invented); FN = labelled unbacked and predicted
   backed or not extracted. Also: backed claims recognised as backed, extraction recall
@@ -469,6 +473,49 @@ class ClaimMatch:
     shared: bool = False  # matched to a prediction another label already took
 
 
+# The words that say where a claim's work runs. A claim whose subject names only that
+# place or a dtype ("cuda backend" for the title "Fix cuda", "BF16" for "Enable BF16 on
+# metal.") shares no content token with its label ("cuda fix"), but its sentence says
+# the label's words.
+_PLACE_WORDS = frozenset(
+    {"gpu", "gpus", "cuda", "metal", "wgpu", "ptx", "cubecl", "kernel", "kernels", "device"}
+)
+_SAID_STOP = STOP - _PLACE_WORDS
+_NO_CONTENT = frozenset({"backend"})  # "cuda backend": the subject of a title naming only its backend
+_LEAST_WORDS_SHARED = 2
+
+
+def _said_tokens(text: str) -> set[str]:
+    words = {_stem(w.lower()) for w in re.findall(r"[A-Za-z0-9]+", text or "")}
+    return {w for w in words if len(w) > 1 and not w.isdigit() and w not in _SAID_STOP}
+
+
+def _paired_by_their_words(
+    labels: list[dict[str, Any]], preds: list[dict[str, Any]], labels_paired: set[int], preds_paired: set[int]
+) -> list[tuple[int, int]]:
+    """Labels no predicted subject matched, paired one-to-one (most words first) with
+    predicted claims no label matched whose subject names only a place or a dtype and
+    whose sentence shares at least two words with the label's subject, the words of the
+    place included ("cuda fix" and the claim "cuda backend" read from the title "Fix cuda")."""
+    pairs = []
+    for i, label in enumerate(labels):
+        if i in labels_paired:
+            continue
+        wanted = _said_tokens(label["subject"])
+        for j, pred in enumerate(preds):
+            if j in preds_paired or subject_tokens(pred_subject(pred))[0] - _NO_CONTENT:
+                continue
+            shared = len(wanted & _said_tokens(str(pred.get("text", ""))))
+            if shared >= _LEAST_WORDS_SHARED:
+                pairs.append((shared, -i, -j, i, j))
+    pairs.sort(reverse=True)
+    found: list[tuple[int, int]] = []
+    for *_, i, j in pairs:
+        if all(i != a and j != b for a, b in found):
+            found.append((i, j))
+    return found
+
+
 def match_claims(
     labels: list[dict[str, Any]], preds: list[dict[str, Any]]
 ) -> tuple[list[ClaimMatch], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -490,6 +537,10 @@ def match_claims(
             continue
         lab_to[i] = j
         used.add(j)
+    related = {p[4] for p in pairs}
+    for i, j in _paired_by_their_words(labels, preds, {p[3] for p in pairs}, used | related):
+        lab_to[i] = j
+        used.add(j)
     matches: list[ClaimMatch] = []
     for i, label in enumerate(labels):
         if i in lab_to:
@@ -497,7 +548,6 @@ def match_claims(
             continue
         best = max((p for p in pairs if p[3] == i), default=None)
         matches.append(ClaimMatch(label, preds[best[4]], shared=True) if best else ClaimMatch(label, None))
-    related = {p[4] for p in pairs}
     invented = [p for j, p in enumerate(preds) if j not in used and j not in related]
     duplicates = [p for j, p in enumerate(preds) if j not in used and j in related]
     return matches, invented, duplicates

@@ -25,3 +25,35 @@ def test_subjects_that_share_only_stop_words_do_not_match() -> None:
     matches, invented, _ = match_claims(labels, preds)
     assert matches[0].pred is None
     assert invented == preds
+
+
+def test_a_claim_whose_subject_names_only_its_backend_matches_by_its_sentence() -> None:
+    # The title "Fix cuda" is claimed as "cuda backend": no content word of that subject
+    # is the label's, but the sentence it was read from says the label's words.
+    labels = [
+        {"subject": "cuda fix", "backed": False},
+        {"subject": "bf16 conformer conv1d on Metal", "backed": False},
+    ]
+    preds = [
+        {"subject": "cuda backend", "text": "Fix cuda", "backed": False},
+        {"subject": "bf16", "text": "Allow bf16 on metal", "backed": False},
+    ]
+    matches, invented, _ = match_claims(labels, preds)
+    assert [m.pred for m in matches] == preds
+    assert invented == []
+
+
+def test_a_claim_with_a_subject_of_its_own_is_not_matched_by_its_sentence() -> None:
+    # "checkpoint" names something the label does not; its sentence listing the label's
+    # words too does not make it that label's claim.
+    labels = [{"subject": "GPU profiler CUDA event timing", "backed": False}]
+    preds = [
+        {
+            "subject": "checkpoint",
+            "text": "Tier 3: checkpoint, GPU profiler with CUDA timing",
+            "backed": False,
+        }
+    ]
+    matches, invented, _ = match_claims(labels, preds)
+    assert matches[0].pred is None
+    assert invented == preds
