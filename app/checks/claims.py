@@ -824,7 +824,7 @@ def judge(
         if code_names:
             named = [f for f in candidates if _spelled_by(code_names, f)]
         else:
-            named = _gpu_work(claim.text, candidates, findings)
+            named = _work_of_a_title(claim.text, candidates, findings)
         host_only = bool(changed) and all(f.cpu_build or _host_twin(f) for f in changed)
         if host_only and not (named or kernel_sources or DEVICE_WORD.search(claim.text)):
             # "Add a const to select the conv2d kernel" over a diff that changes only the
@@ -1166,7 +1166,16 @@ def _topic_functions(
         return named
     if named and (_saying_backend(claim.text, named) or not backends_named(claim.text)):
         return named
-    return _spoken_of(subject, _gpu_work(claim.text, candidates, findings)) or named
+    return _spoken_of(subject, _work_of_a_title(claim.text, candidates, findings)) or named
+
+
+def _work_of_a_title(
+    text: str, candidates: list[IndexedFunction], findings: list[Finding]
+) -> list[IndexedFunction]:
+    """The diff's GPU code a title stands for: not an accessor of a GPU type
+    (`QMetalStorage::device` for "Fixing quantized llama demo on metal."), since
+    returning a field is no GPU work."""
+    return _gpu_work(text, [f for f in candidates if not reads_a_field(f)], findings)
 
 
 def _code_names(subject: str) -> list[str]:
@@ -1194,12 +1203,8 @@ def _gpu_work(text: str, candidates: list[IndexedFunction], findings: list[Findi
 
 
 def _gpu_code(candidates: list[IndexedFunction], findings: list[Finding]) -> list[IndexedFunction]:
-    """The candidates that are product code handling GPU work: not an accessor of a GPU
-    type (`QMetalStorage::device`), which "Fixing quantized llama demo on metal" does
-    not stand for."""
-    return [
-        f for f in candidates if not f.support_code and not reads_a_field(f) and _touches_the_gpu(f, findings)
-    ]
+    """The candidates that are product code handling GPU work."""
+    return [f for f in candidates if not f.support_code and _touches_the_gpu(f, findings)]
 
 
 def reads_a_field(function: IndexedFunction) -> bool:
