@@ -492,7 +492,7 @@ def _said_tokens(text: str) -> set[str]:
 
 def _paired_by_their_words(
     labels: list[dict[str, Any]], preds: list[dict[str, Any]], labels_paired: set[int], preds_paired: set[int]
-) -> list[tuple[int, int]]:
+) -> dict[int, int]:
     """Labels no predicted subject matched, paired one-to-one (most words first) with
     predicted claims no label matched whose subject names only a place or a dtype and
     whose sentence shares at least two words with the label's subject, the words of the
@@ -509,10 +509,10 @@ def _paired_by_their_words(
             if shared >= _LEAST_WORDS_SHARED:
                 pairs.append((shared, -i, -j, i, j))
     pairs.sort(reverse=True)
-    found: list[tuple[int, int]] = []
+    found: dict[int, int] = {}
     for *_, i, j in pairs:
-        if all(i != a and j != b for a, b in found):
-            found.append((i, j))
+        if i not in found and j not in found.values():
+            found[i] = j
     return found
 
 
@@ -538,9 +538,9 @@ def match_claims(
         lab_to[i] = j
         used.add(j)
     related = {p[4] for p in pairs}
-    for i, j in _paired_by_their_words(labels, preds, {p[3] for p in pairs}, used | related):
-        lab_to[i] = j
-        used.add(j)
+    by_words = _paired_by_their_words(labels, preds, {p[3] for p in pairs}, used | related)
+    lab_to.update(by_words)
+    used.update(by_words.values())
     matches: list[ClaimMatch] = []
     for i, label in enumerate(labels):
         if i in lab_to:
