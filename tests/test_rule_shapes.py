@@ -552,6 +552,17 @@ LEGITIMATE = {
             }
         }
         """,
+    "a dtype TODO in the docs of a function that returns a typed error for that dtype": """
+        /// Runs when the dtype is not bf16 (TODO maybe template this kernel for bf16 too?)
+        pub fn gpu_attention(x: &CudaSlice<f32>, dtype: DType, dev: &GpuDevice) -> Result<CudaSlice<f32>, GpuError> {
+            let name = match dtype {
+                DType::F16 => "attention_f16",
+                DType::F32 => "attention_f32",
+                DType::BF16 => return Err(GpuError::HeadDTypeMismatch { got: dtype }),
+            };
+            launch_attention(dev, name, x)
+        }
+        """,
     "TODO text inside a structured error message": """
         pub fn gpu_fft(x: &CudaSlice<f32>) -> Result<CudaSlice<f32>, GpuError> {
             Err(GpuError::Unsupported { op: "fft (TODO: cuFFT plan cache)", device: "cuda" })
@@ -696,6 +707,16 @@ def test_a_function_a_template_writes_out_does_not_expand_the_macros_it_invokes(
     assert template.calls == []
 
 
+RUN_SCALE = """
+    pub fn run_scale(dev: &CudaDevice, x: &[f32]) -> Vec<f32> {
+        let f = dev.get_func("k", "scale").unwrap();
+        let buf = dev.htod_copy(x.to_vec()).unwrap();
+        unsafe { f.launch(LaunchConfig::for_num_elems(4), (&buf,)) }.unwrap();
+        dev.dtoh_sync_copy(&buf).unwrap()
+    }
+    """
+
+
 def test_a_gpu_test_reaches_a_kernel_through_a_dispatch_macro() -> None:
     files = {
         "src/ops.rs": """
@@ -710,14 +731,7 @@ def test_a_gpu_test_reaches_a_kernel_through_a_dispatch_macro() -> None:
                 dispatch_scale!(rt, x)
             }
             """,
-        "src/kernels.rs": """
-            pub fn run_scale(dev: &CudaDevice, x: &[f32]) -> Vec<f32> {
-                let f = dev.get_func("k", "scale").unwrap();
-                let buf = dev.htod_copy(x.to_vec()).unwrap();
-                unsafe { f.launch(LaunchConfig::for_num_elems(4), (&buf,)) }.unwrap();
-                dev.dtoh_sync_copy(&buf).unwrap()
-            }
-            """,
+        "src/kernels.rs": RUN_SCALE,
         "tests/gpu.rs": """
             #[test]
             fn scale_on_cuda() {
@@ -730,6 +744,33 @@ def test_a_gpu_test_reaches_a_kernel_through_a_dispatch_macro() -> None:
         f.function for f in run_analysis(files, diff_all=True).findings if f.rule == "gpu-code-without-test"
     }
     assert "run_scale" not in untested
+
+
+@pytest.mark.parametrize(("skipped_on", "reached"), [("cuda", False), ("cpu", True)])
+def test_a_test_helper_that_returns_at_once_on_its_backend_reaches_nothing_there(
+    skipped_on: str, reached: bool
+) -> None:
+    files = {
+        "src/kernels.rs": RUN_SCALE,
+        "tests/scale.rs": f"""
+            fn scale(device: &Device) -> Result<()> {{
+                // TODO enable once the kernel lands.
+                if device.is_{skipped_on}() {{
+                    return Ok(());
+                }}
+                assert_eq!(run_scale(device.as_cuda(), &[1.0]), vec![2.0]);
+                Ok(())
+            }}
+            #[test]
+            fn scale_cuda() -> Result<()> {{
+                scale(&Device::new_cuda(0)?)
+            }}
+            """,
+    }
+    untested = {
+        f.function for f in run_analysis(files, diff_all=True).findings if f.rule == "gpu-code-without-test"
+    }
+    assert ("run_scale" not in untested) is reached
 
 
 def test_evidence_does_not_flow_through_a_method_name_defined_on_many_types() -> None:

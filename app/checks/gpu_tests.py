@@ -347,7 +347,7 @@ def _reach_origins(ws: Workspace) -> dict[int, IndexedFunction]:
         reach = {}
         for backends, tests in by_backend.items():
             origins: dict[int, int] = {}
-            for i in ws.reached_from(tests, origins, skip=_of_another_backend(backends)):
+            for i in ws.reached_from(tests, origins, skip=_not_run_on(backends)):
                 reach.setdefault(id(ws.functions[i]), ws.functions[origins[i]])
         _REACH[ws] = reach
     return reach
@@ -365,13 +365,41 @@ def _test_backends(test: IndexedFunction, ws: Workspace) -> frozenset[str]:
     return gpu_code.backends_named(" ".join(said))
 
 
-def _of_another_backend(backends: frozenset[str]) -> Callable[[IndexedFunction], bool] | None:
-    """Functions whose file belongs to a backend the tests do not run on
-    (`ferrotorch-mps/src/backend.rs` for a test that builds a `CudaDevice`): the
-    walk reaches them only through a trait method every backend implements."""
+def _not_run_on(backends: frozenset[str]) -> Callable[[IndexedFunction], bool] | None:
+    """Functions that tests running on ``backends`` do not run: those whose file belongs
+    to another backend (`ferrotorch-mps/src/backend.rs` for a test that builds a
+    `CudaDevice`), which the walk reaches only through a trait method every backend
+    implements, and those that return at once on these backends."""
     if not backends:
         return None
-    return lambda item: bool(placed := gpu_code.backends_named(item.path)) and placed.isdisjoint(backends)
+    return lambda item: (
+        (bool(placed := gpu_code.backends_named(item.path)) and placed.isdisjoint(backends))
+        or not _backends_returned_on(item.fn).isdisjoint(backends)
+    )
+
+
+# `device.is_cuda()`, `dev.is_metal()`: one part of the condition of an early return.
+_BACKEND_PROBE = re.compile(r"[\w.&*()]+\.\s*is_(\w+)\s*\(\s*\)")
+# The then-block of a return that does nothing: `{ return Ok(()); }`, `{ return; }`.
+_RETURNS_NOTHING = re.compile(rb"\{\s*return(?:\s+Ok\s*\(\s*\(\s*\)\s*\))?\s*;?\s*\}")
+
+
+def _backends_returned_on(fn: Function) -> frozenset[str]:
+    """The backends on which a function returns at once, doing nothing: its first
+    statement is `if device.is_cuda() || device.is_metal() { return Ok(()); }` (candle's
+    quantized tests, written before their CUDA kernels, skip CUDA so)."""
+    for branch in fn.branches:
+        if fn.text[: branch.start].strip(b" \t\r\n{"):
+            continue  # not the first statement
+        parts = [part.strip() for part in branch.condition.split("||")]
+        probes = [_BACKEND_PROBE.fullmatch(part) for part in parts]
+        if (
+            branch.else_start < 0
+            and all(probes)
+            and _RETURNS_NOTHING.fullmatch(fn.text[branch.then_start : branch.then_end])
+        ):
+            return gpu_code.backends_named(" ".join(parts))
+    return frozenset()
 
 
 def tests_reaching(
@@ -482,7 +510,7 @@ def _own_reach(ws: Workspace, test: IndexedFunction, taking: str = "") -> set[in
     if reached is None:
         reached = reach_of[key] = ws.reached_from(
             [test],
-            skip=_of_another_backend(_test_backends(test, ws)),
+            skip=_not_run_on(_test_backends(test, ws)),
             follows=_taken_by(test, ws, taking == "branches") if taking else None,
         )
     return reached
