@@ -185,6 +185,8 @@ def test_negations_plans_underclaims_and_quotes_are_not_claims(body: str) -> Non
         "gpu_scale keeps its CPU round-trip fallbacks if the module fails to load.",
         "It's a CPU fallback, isn't it?",  # apostrophes quote nothing
         "Softmax gets a graceful fallback when the kernel fails to build.",  # the kernel's
+        # burn-tch's MPS workaround: the host round trip offered as the fix.
+        "Works around the MPS error by performing scale operations on CPU and transferring results back to MPS.",
     ],
 )
 def test_forbidden_phrasings_are_flagged(body: str) -> None:
@@ -236,6 +238,8 @@ def test_best_effort_support_is_both_a_forbidden_phrasing_and_a_claim() -> None:
         "The rule now flags 'graceful CPU fallback' wording.",
         # The fallback named to say it falls short, in a change that removes it.
         "This addresses maintainer feedback that the CPU fallback doesn't fully close issue #4832.",
+        # The round trip the change removes.
+        "No longer runs scale on the CPU and copies the result back to the GPU.",
         # The caller opts in by asking for a mode whose name says the CPU.
         'runtime_for_name("gpu-or-cpu") does the same lookup, but falls through to the `default` CPU runtime.',
     ],
@@ -262,6 +266,26 @@ def test_gap_report_required_for_incomplete_work() -> None:
         "A native GPU kernel can come in a follow-up PR.",
     ):
         assert run_review({"src/scan.rs": stub}, body=report).description == [], report
+
+
+@pytest.mark.parametrize(
+    ("title", "reported"),
+    [
+        # The number a squash merge appends is the pull request's own, and a merge
+        # commit's title names its own pull request: neither is a follow-up.
+        ("Add the missing cumsum kernel (#2203)", False),
+        ("Merge pull request #22 from dev/missing-cumsum", False),
+        ("Add the cumsum op; the missing kernel is tracked in #2204", True),
+    ],
+)
+def test_the_pull_requests_own_number_is_no_next_step(title: str, reported: bool) -> None:
+    stub = """
+        pub fn gpu_cumsum(x: &CudaSlice<f32>) -> Result<CudaSlice<f32>, GpuError> {
+            Err(GpuError::Unsupported { op: "cumsum", device: "cuda" })
+        }
+        """
+    found = run_review({"src/scan.rs": stub}, body="", title=title).description
+    assert ("missing-gap-report" not in {f.rule for f in found}) is reported, found
 
 
 def test_a_cpu_implementation_is_a_gap_unless_the_change_is_about_the_host() -> None:
@@ -666,6 +690,7 @@ def test_the_code_check_counts_only_the_rust_files_of_the_change(
         ("Housekeeping", "* Add a notice for wgpu", []),  # a message to the user
         ("Fix/ci autotune", "* Fix f16 vulkan tolerances", []),  # how close a test's results must be
         ("Add some metal scale benchark.", "", []),  # a benchmark, misspelled
+        ("Housekeeping", "* run selected benchmarks + add cuda backend in benches", []),  # a benchmark's
         ("Activate scale on cuda and add benchmark (#1543)", "", ["scale"]),  # the upkeep after
         ("Refactor/cuda/scale (#1068)", "", []),  # a refactor's branch
         ("Housekeeping", "* enable cuda scale on ci", []),  # CI's work
@@ -713,7 +738,7 @@ def test_a_listed_item_that_names_nothing_repeats_the_claim_that_covers_its_func
     # mistral.rs and candle squash merges list "Fix metal", "Add a metal kernel." or "Add
     # some bf16 kernels." beside the item that names the op: one finding, not two.
     untested = {"src/lib.rs": KERNEL}
-    for vague in ("Fix cuda", "Add some bf16 kernels."):
+    for vague in ("Fix cuda", "Add some bf16 kernels.", "Add a couple kernels.", "Add a few cuda kernels."):
         body = f"* Add the scale kernel on CUDA.\n\n* {vague}\n"
         claims = run_review(untested, body=body, title="Scale (#12)").claims
         assert [(c.subject, c.backed) for c in claims] == [("scale", False)]
@@ -2230,6 +2255,56 @@ def test_a_title_on_a_backend_does_not_stand_for_an_accessor_of_its_gpu_type() -
     assert claim.backed is False
     assert claim.missing == [
         "the title puts work on the GPU, but the diff adds or changes no GPU code: the claim cannot be verified"
+    ]
+
+
+def test_a_helper_named_for_a_backend_stands_for_that_backends_code_calling_it() -> None:
+    # candle's "Add scalar support to metal binary kernels": "scalar" names the new
+    # `Layout::is_scalar_like`, a host helper; the Metal work is `MetalStorage::binary`,
+    # which calls it to pick the scalar kernel.
+    files = {
+        "src/layout.rs": """
+            impl Layout {
+                pub fn is_scalar_like(&self) -> bool {
+                    self.stride.iter().all(|s| *s == 0)
+                }
+            }
+            """,
+        "src/metal_backend/mod.rs": """
+            impl MetalStorage {
+                pub fn binary(&self, op: &str, rhs: &Self, lhs_l: &Layout) -> Result<Self> {
+                    let suffix = if lhs_l.is_scalar_like() { "_sc" } else { "" };
+                    let pipeline = self.device.kernels.load_pipeline(&format!("{op}{suffix}"))?;
+                    let encoder = self.device.command_encoder();
+                    encoder.set_compute_pipeline_state(&pipeline);
+                    encoder.dispatch_thread_groups(grid, group);
+                    Ok(self.clone())
+                }
+            }
+            """,
+        "tests/metal.rs": """
+            #[test]
+            fn binary_scalar_metal() {
+                let dev = MetalDevice::new(0).expect("this test needs a Metal device");
+                let s = MetalStorage::zeros(&dev);
+                s.binary("add", &s, &Layout::scalar()).unwrap();
+            }
+            """,
+    }
+    (claim,) = run_review(files, body="Add scalar support to metal binary kernels").claims
+    assert [f.fn.qualname for f in claim.functions] == ["MetalStorage::binary"]
+    assert claim.backed is True
+
+
+def test_work_done_in_a_named_place_is_about_the_code_there() -> None:
+    # burn's "Add shape validation and edge case guard in cubecl irfft": the subjects
+    # name what was done, the place names the function it was done in.
+    tested = {"src/lib.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
+    body = "* Add shape validation and edge case guard in cuda scale\n"
+    claims = run_review(tested, body=body, title="Scale fixes (#12)").claims
+    assert [(c.subject, c.backed, [f.fn.name for f in c.functions]) for c in claims] == [
+        ("shape validation", True, ["gpu_scale"]),
+        ("edge case guard", True, ["gpu_scale"]),
     ]
 
 

@@ -215,11 +215,15 @@ _NOT_A_SUBJECT = re.compile(
     re.I,
 )
 _ASIDE = re.compile(r"\([^()]*\)")  # a parenthetical: "(native, no round-trip)"
+# "... guard in cubecl irfft": the code a clause's work was done in (up to three words).
+_PLACE = re.compile(r"\bin\s+(?:the\s+)?((?:[\w:.-]+\s*){1,3})\s*[.;,)]?\s*$", re.I)
 _MADE_OF_KERNELS = re.compile(rf"{MADE_FROM}(?:\s+\d+)?\s*$", re.I)  # "composed from 8" GPU kernels
 # "Move image tensor to device in trocr example", "enable vulkan for guide example",
-# "enable metal backend on ci": the work done is an example's or CI's, support code.
+# "enable metal backend on ci", "add cuda backend in benches": the work done is an
+# example's, a benchmark's or CI's, support code.
 _IN_SUPPORT_CODE_WORDS = (
     r"(?:in\s+(?:the\s+|an?\s+)?(?:[\w-]+\s+)?|for\s+(?:the\s+|an?\s+)?[\w-]+\s+)examples?\b"
+    r"|(?:in|to)\s+(?:the\s+)?(?:[\w-]+\s+)?bench(?:es|marks?)\b"
     r"|(?:on|in)\s+(?:the\s+)?ci\b"
     r"|(?:ci|wf|workflows?)\b"  # "Add compute cap to cuda wf": the backend's CI workflow
 )
@@ -246,7 +250,7 @@ _TEST_NAME = re.compile(
 # Words around the subject that are not part of its name.
 _SUBJECT_NOISE = re.compile(
     r"\([^)]*\)|<[^>]*>|\b(?:the|a|an|fused|native|new|all|both|full|fully|its|our|existing|missing|some|more|"
-    rf"{_KERNEL}|ops?|paths?|support|implementation|version|forward|dispatch|now|too|also"
+    rf"couple|few|several|{_KERNEL}|ops?|paths?|support|implementation|version|forward|dispatch|now|too|also"
     rf"|unblocks?|extends?|extended|impls?|{BACKENDS})\b|'s\b|\b\d-?D\b",
     re.I,
 )
@@ -335,7 +339,7 @@ _BRANCH_PREFIX = re.compile(r"^\s*(?:\w+/)*\w+(?:\([^)]*\))?:|^\s*(?:\w+/)+|^\s*
 _TOPIC_NOISE = re.compile(
     r"\b(?:fix(?:es|ed|ing)?|add(?:s|ed|ing)?|handl(?:e[sd]?|ing)|improv(?:e[sd]?|ing)|support(?:s|ed|ing)?"
     r"|enabl(?:e[sd]?|ing)|activat(?:e[sd]?|ing)|implement\w*|feat|perf|mak(?:e|es|ing)|allow\w*|us(?:e[sd]?|ing)"
-    r"|faster|better|new|initial|first|draft|more|some|small|missing"
+    r"|faster|better|new|initial|first|draft|more|some|couple|few|several|small|missing"
     rf"|the|a|an|for|on|in|to|of|with|and|from|via|gpu|{BACKENDS}|hip|spirv"
     rf"|backends?|{_KERNEL}|impls?|implementations?|ops?|operations?|operators?|nodes?|paths?|tests?)\b"
     r"|\(#\d+\)",
@@ -809,8 +813,9 @@ def judge(
     ]
     named = _named(claim, subject, candidates)
     # A claim that names a backend is about that backend's code (`conv2d` of "Feat/wgpu/conv"
-    # in `burn-wgpu`, not `Conv2dConfig::init` in `burn-core`).
-    named = _saying_backend(claim.text, named) or named
+    # in `burn-wgpu`, not `Conv2dConfig::init` in `burn-core`); when what it names is a
+    # host helper, about the backend's code that calls it.
+    named = _saying_backend(claim.text, named) or _backend_callers(ws, claim.text, named, candidates) or named
     dispatched_by: dict[int, str] = {}  # id() -> the string a function runs the claimed op for
     code_names = _code_names(claim.subject)  # "Optimized Metal qmv_fast path"
     if claim.of_an_op:
@@ -833,6 +838,10 @@ def judge(
             claim.soft = True
     if not (named or claim.topic or claim.soft):
         named = _partly_named(subject, candidates, findings)
+    if not (named or claim.topic or claim.soft) and (place := _PLACE.search(claim.text)):
+        # "Add shape validation and edge case guard in cubecl irfft": the subject is
+        # what was done, and the place names the code it was done in.
+        named = _partly_named(subject_words(place.group(1)), candidates, findings)
     # The functions that do the GPU work stand for the claim; a trait's default method
     # that returns "not implemented" is not the implementation being claimed. One the diff
     # writes a host detour into stays: a `sum_f32` of `CudaBackend` that reads back and
@@ -1404,6 +1413,22 @@ def _saying_backend(text: str, functions: list[IndexedFunction]) -> list[Indexed
     """The functions whose file or name says a backend the text names."""
     named = backends_named(text)
     return [f for f in functions if named & _backends_of(f)]
+
+
+def _backend_callers(
+    ws: Workspace, text: str, named: list[IndexedFunction], candidates: list[IndexedFunction]
+) -> list[IndexedFunction]:
+    """The functions of the backend the text names that call the named ones, when those
+    do no GPU work: "Add scalar support to metal binary kernels" names the host helper
+    `Layout::is_scalar_like`, and the Metal work is `MetalStorage::binary`, which calls it."""
+    if not named or any(f.evidence for f in named):
+        return []
+    helpers = {id(f) for f in named}
+    return [
+        f
+        for f in _saying_backend(text, candidates)
+        if any(id(target) in helpers for call in f.fn.calls for target in ws.resolve(call, f))
+    ]
 
 
 def _spoken_of(subject: list[str], functions: list[IndexedFunction]) -> list[IndexedFunction]:

@@ -27,6 +27,9 @@ from app.checks.workspace import IndexedFunction, Workspace
 KERNEL_SOURCE_PATH = re.compile(rf"([\w-]+)\.(?:{KERNEL_FILE_EXTENSIONS}|cuh)$", re.I)
 # A squash merge's title names its pull request: "Fix the Metal sampler (#1327)".
 _PULL_REQUEST = re.compile(r"\(#\d+\)\s*$")
+# The pull request's own number in its title: what a squash merge appends ("(#2203)") or
+# a merge commit names ("Merge pull request #22 from ..").
+_OWN_NUMBER = re.compile(r"\(#\d+\)\s*$|^Merge pull request #\d+")
 # The toolchain of a kernel file, by extension; the rest are shaders (WGSL, SPIR-V,
 # GLSL, HLSL). A `unary.metal` the diff changes is not the `unary.ptx` a constant of
 # the CUDA backend includes (candle has both).
@@ -56,8 +59,9 @@ class DescriptionContext:
 
     @property
     def text(self) -> str:
-        """The title and the body, as one text to search."""
-        return f"{self.title}\n{self.body}"
+        """The title and the body, as one text to search; the title's own pull-request
+        number is left out: it is no follow-up the description points to."""
+        return f"{_OWN_NUMBER.sub('', self.title)}\n{self.body}"
 
 
 def kernel_sources(touched: Touched) -> list[str]:

@@ -40,6 +40,11 @@ FORBIDDEN = tuple(
         rf"\botherwise\s+(?:we\s+|it\s+)?(?:do|does|run|runs|compute|computes)\s+(?:it\s+)?on\s+{_CPU}",
         rf"\b{_CPU}\s+(?:version|path|implementation|code)\s+under\s+the\s+hood\b",
         rf"\bunder\s+the\s+hood\b[^.;]{{0,40}}\b{_CPU}\b",
+        # "by performing embedding on CPU and transferring results back to MPS": the host
+        # round trip offered as the way the op runs
+        rf"\b(?:perform|run|comput|execut|do)\w*\s+(?:[^.;]{{0,60}}?\s)?on\s+{_CPU}\s+and\s+(?:then\s+)?"
+        r"(?:transfer|cop(?:y|ie)|mov|send|upload)\w*\s+(?:[^.;]{0,30}?\s)?back\s+to\s+(?:the\s+)?"
+        r"(?:gpu|cuda|device|accelerator|mps|metal)\b",
     )
 )
 _NEGATED = re.compile(
