@@ -247,10 +247,12 @@ _TEST_NAME = re.compile(
     r"|\bdocs?\b|documentation|readme",
     re.I,
 )
+# "some kernels", "a couple kernels": how many, not which.
+_QUANTIFIERS = "some|more|couple|few|several"
 # Words around the subject that are not part of its name.
 _SUBJECT_NOISE = re.compile(
-    r"\([^)]*\)|<[^>]*>|\b(?:the|a|an|fused|native|new|all|both|full|fully|its|our|existing|missing|some|more|"
-    rf"couple|few|several|{_KERNEL}|ops?|paths?|support|implementation|version|forward|dispatch|now|too|also"
+    rf"\([^)]*\)|<[^>]*>|\b(?:the|a|an|fused|native|new|all|both|full|fully|its|our|existing|missing|{_QUANTIFIERS}|"
+    rf"{_KERNEL}|ops?|paths?|support|implementation|version|forward|dispatch|now|too|also"
     rf"|unblocks?|extends?|extended|impls?|{BACKENDS})\b|'s\b|\b\d-?D\b",
     re.I,
 )
@@ -339,7 +341,7 @@ _BRANCH_PREFIX = re.compile(r"^\s*(?:\w+/)*\w+(?:\([^)]*\))?:|^\s*(?:\w+/)+|^\s*
 _TOPIC_NOISE = re.compile(
     r"\b(?:fix(?:es|ed|ing)?|add(?:s|ed|ing)?|handl(?:e[sd]?|ing)|improv(?:e[sd]?|ing)|support(?:s|ed|ing)?"
     r"|enabl(?:e[sd]?|ing)|activat(?:e[sd]?|ing)|implement\w*|feat|perf|mak(?:e|es|ing)|allow\w*|us(?:e[sd]?|ing)"
-    r"|faster|better|new|initial|first|draft|more|some|couple|few|several|small|missing"
+    rf"|faster|better|new|initial|first|draft|{_QUANTIFIERS}|small|missing"
     rf"|the|a|an|for|on|in|to|of|with|and|from|via|gpu|{BACKENDS}|hip|spirv"
     rf"|backends?|{_KERNEL}|impls?|implementations?|ops?|operations?|operators?|nodes?|paths?|tests?)\b"
     r"|\(#\d+\)",

@@ -29,7 +29,7 @@ KERNEL_SOURCE_PATH = re.compile(rf"([\w-]+)\.(?:{KERNEL_FILE_EXTENSIONS}|cuh)$",
 _PULL_REQUEST = re.compile(r"\(#\d+\)\s*$")
 # The pull request's own number in its title: what a squash merge appends ("(#2203)") or
 # a merge commit names ("Merge pull request #22 from ..").
-_OWN_NUMBER = re.compile(r"\(#\d+\)\s*$|^Merge pull request #\d+")
+_OWN_NUMBER = re.compile(rf"{_PULL_REQUEST.pattern}|^Merge pull request #\d+")
 # The toolchain of a kernel file, by extension; the rest are shaders (WGSL, SPIR-V,
 # GLSL, HLSL). A `unary.metal` the diff changes is not the `unary.ptx` a constant of
 # the CUDA backend includes (candle has both).

@@ -379,7 +379,7 @@ def _not_run_on(backends: frozenset[str]) -> Callable[[IndexedFunction], bool] |
 
 
 # `device.is_cuda()`, `dev.is_metal()`: one part of the condition of an early return.
-_BACKEND_PROBE = re.compile(r"[\w.&*()]+\.\s*is_\w+\s*\(\s*\)")
+_BACKEND_PROBE = re.compile(r"[\w.&*()]+\.\s*is_(?:cuda|metal|mps|wgpu|vulkan|rocm|hip)\s*\(\s*\)")
 # The then-block of a return that does nothing: `{ return Ok(()); }`, `{ return; }`.
 _RETURNS_NOTHING = re.compile(rb"\{\s*return(?:\s+Ok\s*\(\s*\(\s*\)\s*\))?\s*;?\s*\}")
 
