@@ -3778,3 +3778,113 @@ def test_a_removal_or_upkeep_a_title_adds_does_not_negate_its_gpu_work(title: st
     assert [(c.subject, c.backed) for c in run_review(files, body="", title=title).claims] == [
         ("scale", True)
     ]
+
+
+def test_a_title_claims_its_first_sentence() -> None:
+    # The sentence after the first says how; it names no more of the claim.
+    files = {"cuda/src/scale.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
+    title = "Fixes cuda scale determinism. Ensure we use the 2 atomic_uints buffer correctly"
+    claims = run_review(files, body="", title=title).claims
+    assert [(c.subject, c.backed) for c in claims] == [("scale determinism", True)]
+
+
+def test_an_integer_type_a_count_overflows_is_no_dtype_a_test_must_use() -> None:
+    files = {"cuda/src/scale.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
+    title = "Flush during cuda scale writes to prevent u32 overflow"
+    claims = run_review(files, body="", title=title).claims
+    assert [c.backed for c in claims] == [True], [c.missing for c in claims]
+
+
+@pytest.mark.parametrize(
+    "title",
+    ["Polish a bit the cuda kernel loading.", "Specific cache dir for the cuda scale build artifacts."],
+)
+def test_polish_or_a_build_cache_is_upkeep(title: str) -> None:
+    files = {"cuda/src/scale.rs": KERNEL.replace("gpu_scale", "gpu_scale_untested")}
+    assert run_review(files, body="", title=title).claims == []
+
+
+def test_the_tests_a_template_writes_out_through_paste_are_tests_where_it_is_invoked() -> None:
+    # cubecl's `testgen_shared_sum!([f32])`: `paste!` names a module per dtype.
+    template = """
+    pub fn check_scale() {
+        let mut x = vec![1.0f32; 4];
+        gpu_scale(&mut x, &DeviceContext::default()).unwrap();
+    }
+
+    #[macro_export]
+    macro_rules! impl_scale_tests {
+        ($field:ident) => {
+            ::paste::paste! {
+                mod [<$field _tests>] {
+                    use super::*;
+                    #[test]
+                    fn test_scale() {
+                        check_scale()
+                    }
+                }
+            }
+        };
+    }
+    """
+    files = {
+        "scale-core/src/lib.rs": _FFI_SCALE,
+        "scale-core/src/tests.rs": template,
+        "scale-bn254/src/lib.rs": _FIELD_CRATE,
+    }
+    assert claims_of("Implemented scale on the GPU.", files) == [("scale", True)]
+    sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
+    tests = [f for f in Workspace(sources, RepoConfig()).functions if gpu_code.is_test(f.fn)]
+    assert [(t.path, t.fn.name) for t in tests] == [("scale-bn254/src/lib.rs", "test_scale")]
+
+
+def test_an_errors_message_is_no_work_a_claim_is_about() -> None:
+    message = """
+    pub struct FullScaleKernel;
+    impl std::fmt::Display for FullScaleKernel {
+        fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "no scale kernel for this dtype")
+        }
+    }
+    """
+    files = {"cuda/src/scale.rs": KERNEL + message, "tests/gpu.rs": GPU_TEST}
+    claims = run_review(files, body="", title="Feat/full cuda scale kernel").claims
+    assert [(c.backed, [f.fn.qualname for f in c.functions]) for c in claims] == [(True, ["gpu_scale"])]
+
+
+def test_a_code_generator_writing_device_intrinsics_is_gpu_work_its_tests_reach() -> None:
+    # cubecl's dialects: `Display` impls write MSL or CUDA C, reached from the compiler
+    # through `format!` of the instructions it builds (a struct variant's value).
+    files = {
+        "cg/src/warp.rs": """
+            pub enum WarpInstruction {
+                Ballot { input: String },
+            }
+            impl std::fmt::Display for WarpInstruction {
+                fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    match self {
+                        WarpInstruction::Ballot { input } => write!(f, "uint64_t(simd_ballot({input}))"),
+                    }
+                }
+            }
+            """,
+        "cg/src/compiler.rs": """
+            pub fn compile_ballot(input: &str) -> String {
+                let instruction = WarpInstruction::Ballot { input: input.to_string() };
+                format!("kernel void k() {{ {instruction}; }}")
+            }
+            """,
+        "tests/gpu.rs": """
+            #[test]
+            fn ballot_on_metal() {
+                let dev = MetalDevice::system_default().expect("needs a Metal device");
+                dev.new_library_with_source(&compile_ballot("x"), &Default::default()).unwrap();
+            }
+            """,
+    }
+    touched = {"cg/src/warp.rs": frozenset(range(1, 12))}
+    sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
+    claims = review(sources, RepoConfig(), touched, "[metal] Fix simd_ballot instruction", "").claims
+    assert [(c.backed, [f.fn.qualname for f in c.functions]) for c in claims] == [
+        (True, ["WarpInstruction::fmt"])
+    ], [c.missing for c in claims]

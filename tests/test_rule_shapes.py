@@ -4,8 +4,13 @@ these tests; each is the smallest code with the shape."""
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
+from app.checks import gpu_tests
+from app.checks.rust_index import extract
+from app.checks.workspace import SourceFile, Workspace
 from app.config import RepoConfig
 from tests.conftest import rules_found, run_analysis
 
@@ -973,3 +978,151 @@ def test_a_module_path_picks_the_definition_of_that_module() -> None:
     assert [(f.rule, f.path) for f in found if f.rule == "shape-bypass"] == [
         ("shape-bypass", "src/fft/gpu/metal/ops.rs")
     ], [(f.rule, f.message) for f in found]
+
+
+# A runtime's server, written to by generic client code and built where the walk does
+# not see it (a registry): cubecl's `ComputeClient<R::Server>` over `CudaServer`.
+GENERIC_CLIENT = {
+    "crates/rt-core/src/client.rs": """
+        pub trait Runtime {
+            type Server: Server;
+            fn client() -> Client<Self::Server>;
+        }
+        pub trait Server {
+            fn write(&mut self, data: &[f32]);
+        }
+        pub struct Client<S> {
+            server: S,
+        }
+        impl<S: Server> Client<S> {
+            pub fn create(&mut self, data: &[f32]) {
+                self.server.write(data);
+            }
+        }
+        """,
+    "crates/rt-cuda/src/server.rs": """
+        pub struct CudaServer {
+            dev: CudaDevice,
+        }
+        impl Server for CudaServer {
+            fn write(&mut self, data: &[f32]) {
+                run_scale(&self.dev, data);
+            }
+        }
+        pub struct CudaRuntime;
+        impl Runtime for CudaRuntime {
+            type Server = CudaServer;
+            fn client() -> Client<CudaServer> {
+                registry::client_of("cuda")
+            }
+        }
+        """,
+    "crates/rt-cuda/src/kernels.rs": RUN_SCALE,
+}
+
+
+def test_a_gpu_test_reaches_the_server_its_runtime_binds_through_generic_code() -> None:
+    files = {
+        **GENERIC_CLIENT,
+        "crates/rt-cuda/src/lib.rs": """
+            #[cfg(test)]
+            mod tests {
+                pub type TestRuntime = crate::CudaRuntime;
+                #[test]
+                fn cuda_create() {
+                    let mut client = TestRuntime::client();
+                    client.create(&[1.0]);
+                }
+            }
+            """,
+    }
+    untested = {
+        f.function for f in run_analysis(files, diff_all=True).findings if f.rule == "gpu-code-without-test"
+    }
+    assert "CudaServer::write" not in untested
+    assert "run_scale" not in untested
+
+
+def test_a_test_names_its_own_crates_runtime_alias() -> None:
+    # Each runtime crate has a `TestRuntime`; the CPU crate's test runs on the CPU one,
+    # so it neither acquires a GPU nor is a GPU test.
+    files = {
+        **GENERIC_CLIENT,
+        "crates/rt-cuda/src/runtime.rs": """
+            impl CudaRuntime {
+                pub fn acquire() -> CudaDevice {
+                    CudaDevice::new(0).expect("no CUDA device")
+                }
+            }
+            """,
+        "crates/rt-cuda/src/lib.rs": "pub type TestRuntime = crate::CudaRuntime;\n",
+        "crates/rt-cpu/src/lib.rs": """
+            pub struct CpuRuntime;
+            impl CpuRuntime {
+                pub fn acquire() -> Vec<f32> {
+                    Vec::new()
+                }
+            }
+            pub type TestRuntime = crate::CpuRuntime;
+            #[test]
+            fn creates() {
+                let host = TestRuntime::acquire();
+                assert!(host.is_empty());
+            }
+            """,
+    }
+    sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
+    ws = Workspace(sources, RepoConfig())
+    test = next(f for f in ws.functions if f.fn.name == "creates")
+    assert not gpu_tests.is_gpu_test(test, ws)
+
+
+def test_a_call_of_a_local_bound_to_a_functions_path_calls_that_function() -> None:
+    # cubecl's written-out tests: `let test = runtime_tests::x::test_y::<TestRuntime>;
+    # test(client);` calls `test_y`, not the `test` another crate defines (which here
+    # acquires a GPU: the CPU runtime's test would be taken for a GPU test).
+    files = {
+        "crates/rt-core/src/runtime_tests/add.rs": "pub fn test_add(x: &[f32]) -> Vec<f32> { x.to_vec() }\n",
+        "crates/rt-wgpu/src/probe.rs": """
+            pub async fn test() {
+                let adapter = wgpu::Instance::default().request_adapter(&Default::default()).await;
+                adapter.expect("no GPU adapter");
+            }
+            """,
+        "crates/rt-cpu/src/lib.rs": """
+            #[test]
+            fn adds() {
+                let test = rt_core::runtime_tests::add::test_add;
+                assert_eq!(test(&[1.0]), vec![1.0]);
+            }
+            """,
+    }
+    sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
+    ws = Workspace(sources, RepoConfig())
+    test = next(f for f in ws.functions if f.fn.name == "adds")
+    assert [f.fn.name for f in ws.resolve(test.fn.calls[-1], test)] == ["test_add"]
+    assert not gpu_tests.is_gpu_test(test, ws)
+
+
+def test_a_runtimes_associated_types_are_in_play_but_not_what_a_std_trait_returns() -> None:
+    # `type Server = CudaServer;` says what generic code over `Runtime` runs; `type
+    # Target = QTensor;` of a `Deref` only what its method returns.
+    facts = extract(
+        textwrap.dedent(
+            """
+            impl Runtime for CudaRuntime {
+                type Server = CudaServer;
+                type Compiler = CppCompiler<CudaDialect>;
+            }
+            impl std::ops::Deref for PyQTensor {
+                type Target = QTensor;
+                fn deref(&self) -> &QTensor { &self.0 }
+            }
+            """
+        ).encode()
+    )
+    assert facts.associated_types == (
+        ("CudaRuntime", "CudaServer"),
+        ("CudaRuntime", "CppCompiler"),
+        ("CudaRuntime", "CudaDialect"),
+    )

@@ -305,8 +305,10 @@ _UPKEEP = re.compile(
     rf"|\b(?:gpu|{BACKENDS})\s+(?:[\w-]+\s+)?tests?\b|\bin\s+test-\w+"  # a backend's ("GPU pool tests")
     rf"|\btests?\s+(?:on|for)\s+(?:the\s+)?(?:gpu|{BACKENDS})\b"  # "Fix tests on metal"
     r"|\b(?:kernels?|ptx|shaders?)\s+build(?:s|ing)?\b"  # "Use cudaforge for kernel build": tooling
+    # "Specific cache dir for the flash attn build artifacts": where the build keeps its output
+    r"|\bbuild\s+(?:artifacts?|outputs?|cache)\b|\bcache\s+dir(?:s|ectory|ectories)?\b"
     rf"|\b(?:{BACKENDS})\s+v?\d+\.\d+"  # "Support CUDA 12.9 and 13.0": a toolkit's release
-    r"|\b(?:refactor\w*|cleanup|version|revisions?|submodules?|msrv|toolchains?|xcode|deps|dependenc\w+|readme|changelog|typos?|clippy|lints?"
+    r"|\b(?:refactor\w*|polish\w*|cleanup|version|revisions?|submodules?|msrv|toolchains?|xcode|deps|dependenc\w+|readme|changelog|typos?|clippy|lints?"
     r"|exports?|re-?exports?|import(?:s|ing|er)?|naming|bench\w*|fuzz\w*|ci|logging|warn(?:ings?|s)?|macros?"
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*"
     r"|cargo|rerun-if-changed|when\s+(?:building|compiling)|(?:static\s+)?linking"
@@ -396,6 +398,11 @@ _ONLY_A_MODEL = re.compile(
 )
 # A topic that is only the case a fix is for ("when running"); "where" is an op too.
 _CASE_ONLY = re.compile(r"(?:when|if|unless|whenever)\s", re.I)
+# "prevent u32 overflow", "u64 offsets": an integer type as the width of a count or an
+# index the code keeps, not a dtype of the data a test must use.
+_COUNTER_WIDTH = re.compile(
+    r"\b[iu](?:8|16|32|64)\s+(?:overflow|wrap|limit|max|counter|offset|index|indices|indexing)\w*", re.I
+)
 _DTYPE = re.compile(r"(?:f|bf|u|i)|\d+")  # the subject words of "f32", "bf16", "u8"
 _BFLOAT = re.compile(r"\bbfloat(?:16)?\b", re.I)  # "missing bfloat unary kernels" are bf16's
 _BACKWARD_NAME = re.compile(r"backward|_grad\b|grad_|Backward|vjp", re.I)
@@ -527,6 +534,10 @@ def moved_into_a_folder(claim: Claim, paths: Iterable[str]) -> bool:
     return moved is not None and any(moved.group(1) in path.split("/")[:-1] for path in paths)
 
 
+# The end of a title's first sentence, when another follows (not "e.g. X", "v0.3. X").
+_NEXT_SENTENCE = re.compile(r"(?<=[a-z]{3})\.\s+(?=[A-Z][a-z])")
+
+
 def title_topic(title: Sentence) -> Claim | None:
     """The claim a terse title makes of the whole change ("Fix mistral attention on
     Metal", "[Metal] Concurrent dispatching", "WGPU: matmul vec4"): a title that is
@@ -537,7 +548,9 @@ def title_topic(title: Sentence) -> Claim | None:
     ("feat: implement HardSigmoid operation" in a runtime whose every op is a shader),
     it claims the op only where the diff's GPU code names that op. A title that names
     only the backend ("added cuda support") is about that backend's code in the diff."""
-    text = _without_upkeep_parts(title.with_code or title.text)
+    # "Fixes metal randn determinism. Ensure we use the 2 atomic_uints buffer correctly":
+    # the first sentence is the topic; what follows says how.
+    text = _without_upkeep_parts(_NEXT_SENTENCE.split(title.with_code or title.text, maxsplit=1)[0])
     # "reuse cuda devices instead of instantiating contexts": what is replaced is no claim,
     # and names no negation or host of the work claimed; nor does the case a fix is for.
     said = _REPLACED.split(text, maxsplit=1)[0]
@@ -929,7 +942,8 @@ def judge(
     }
     # "where-cond for u8 and u32", "bf16 matmul": a claim about dtypes is tested by a GPU
     # test that uses one of them.
-    dtypes = sorted({d.lower() for d in DTYPE_NAME.findall(_BFLOAT.sub("bf16", claim.text))})
+    dtype_words = _COUNTER_WIDTH.sub(" ", _BFLOAT.sub("bf16", claim.text))
+    dtypes = sorted({d.lower() for d in DTYPE_NAME.findall(dtype_words)})
     dtypes_unused = {
         id(f)
         for f in launchers or claim.functions

@@ -150,6 +150,9 @@ class FileFacts:
     # Every module-level type alias: (alias, a type it stands for); a tuple alias has an
     # entry for each type in the tuple.
     type_aliases: tuple[tuple[str, str], ...] = ()
+    # The types a trait impl binds its associated types to (`type Server = CudaServer;`
+    # in `impl Runtime for CudaRuntime`): (the implementing type, a type bound).
+    associated_types: tuple[tuple[str, str], ...] = ()
     # Functions of `extern "C"` blocks: (name, whether its signature takes or gives
     # device memory, a stream or a GPU handle).
     ffi_functions: tuple[tuple[str, bool], ...] = ()

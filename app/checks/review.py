@@ -21,6 +21,10 @@ from app.config import RepoConfig
 # `Sigmoid::cuda_fwd`): the toolchain of the kernel files it can launch.
 _BACKEND_NAMED = re.compile(r"cuda|metal")
 
+# An error's message (`impl Display for MissingAtomicAdd`) is no work a claim is about;
+# a `Display` that writes kernel source (a code generator's instruction) is.
+_FORMATTING_TRAITS = frozenset({"Display", "Debug"})
+
 DESCRIPTION_PATH = "PR description"
 MAX_OPS_QUESTIONED = 40  # the 4e block answers for at most this many ops
 
@@ -56,7 +60,9 @@ def review(
     changed = [
         f
         for f in ws.functions
-        if (touches(touched, f) or _launches_changed_source(f, kernels, kernel_names)) and not f.support_code
+        if (touches(touched, f) or _launches_changed_source(f, kernels, kernel_names))
+        and not f.support_code
+        and not (f.fn.trait in _FORMATTING_TRAITS and not f.evidence)
     ]
     ctx = description_context(ws, title, body, changed, code.findings, touched, kernel_files, moved or {})
     description: list[Finding] = []

@@ -35,7 +35,7 @@ from app.checks.model import (
 
 # Part of the facts cache key, with the source of this file and of the modules it
 # imports: bump it when the facts change without an edit there (a new tree-sitter grammar).
-EXTRACTOR_VERSION = "47"
+EXTRACTOR_VERSION = "51"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -96,8 +96,30 @@ _FN_PATH_RE = re.compile(
 _STRUCT_LITERAL_RE = re.compile(rb"([A-Z](?<!\w[A-Z])\w*+)\s*+" + _TURBOFISH + rb"\{")
 # `Op::Conv1D { arg, .. } =>` (a pattern or a value): a variant of the enum `Op`, no
 # value of a type named `Conv1D` (candle's backprop matches every op's variant so).
-_VARIANT_PATH = re.compile(rb"(?<![\w:])[A-Z]\w*\s*::\s*\Z")
+_VARIANT_PATH = re.compile(rb"(?<![\w:])([A-Z]\w*)\s*::\s*\Z")
 _LONGEST_VARIANT_PATH = 64
+# What a pattern has around it: `let` / `if let` before, `=>`, `|`, `if` (a guard) or
+# `=` (a `let`'s value) after.
+_PATTERN_BEFORE = re.compile(rb"\blet\s+(?:mut\s+)?\Z|\|\s*\Z")
+_PATTERN_AFTER = re.compile(rb"\s*(?:=>|\||if\b|=[^=>])")
+
+
+def _builds_a_value(text: bytes, start: int, brace: int) -> bool:
+    """The enum variant written from ``start``, its fields opening at ``brace``, is a
+    value the body builds, not a pattern it matches on (`Op::Conv1D { arg, .. } =>`)."""
+    if _PATTERN_BEFORE.search(text, max(0, start - 16), start):
+        return False
+    depth = 0
+    for at in range(brace, len(text)):
+        if text[at] == ord("{"):
+            depth += 1
+        elif text[at] == ord("}"):
+            depth -= 1
+            if depth == 0:
+                return _PATTERN_AFTER.match(text, at + 1) is None
+    return False
+
+
 # `xs.apply_op3(a, b, &RotaryEmbThd)`: a unit struct handed on as a value is built there.
 _UNIT_ARGUMENT_RE = re.compile(rb"[(,]\s*+&?\s*+([A-Z]\w*+)\s*+(?=[,)])")
 # `GgmlFlashAttn.eval(..)`: a method called on a unit struct (CamelCase, not a CONSTANT).
@@ -370,11 +392,13 @@ def _constructed_types(text: bytes, calls: list[Call], impl_type: str) -> tuple[
     """Types whose values the body may build: struct literals, tuple structs
     (`Conv2D(params)`), unit structs handed on or called, and ``Type::f(..)`` calls
     (constructors, and over-approximating, any associated function)."""
-    found = {
-        m.group(1).decode()
-        for m in _STRUCT_LITERAL_RE.finditer(text)
-        if not _VARIANT_PATH.search(text, max(0, m.start() - _LONGEST_VARIANT_PATH), m.start())
-    }
+    found: set[str] = set()
+    for literal in _STRUCT_LITERAL_RE.finditer(text):
+        variant = _VARIANT_PATH.search(text, max(0, literal.start() - _LONGEST_VARIANT_PATH), literal.start())
+        if variant is None:
+            found.add(literal.group(1).decode())
+        elif _builds_a_value(text, variant.start(), literal.end() - 1):
+            found.add(variant.group(1).decode())  # `WarpInstruction::ReduceSum { .. }` is a `WarpInstruction`
     for unit_value in (_UNIT_ARGUMENT_RE, _UNIT_RECEIVER_RE, _TUPLE_STRUCT_RE):
         found.update(m.group(1).decode() for m in unit_value.finditer(text))
     found.update(c.qualifier.rsplit("::", 1)[-1] for c in calls if c.qualifier)
@@ -655,6 +679,26 @@ def _is_associated_type(name: Node) -> bool:
     return owner is not None and owner.type in ("impl_item", "trait_item")
 
 
+# The associated types of std traits name what a method returns (`Deref::Target`,
+# `Add::Output`, `Iterator::Item`): a value of them exists only once the method runs.
+_RESULT_TYPES = frozenset({"Target", "Output", "Item", "IntoIter", "Error", "Err", "Owned", "Future"})
+
+
+def _associated_types(name: Node, target: Node) -> list[tuple[str, str]]:
+    """`type Server = CudaServer;` or `type Compiler = CppCompiler<CudaDialect>;` in
+    `impl Runtime for CudaRuntime`: (the implementing type, each type the binding
+    names). Generic code over the trait (`R::Server`, `R::Compiler`) runs these types'
+    methods when it runs with the implementing type, without building a value of them."""
+    if not _is_associated_type(name) or _text(name) in _RESULT_TYPES:
+        return []
+    impl = name.parent.parent.parent if name.parent is not None and name.parent.parent is not None else None
+    if impl is None or impl.type != "impl_item" or impl.child_by_field_name("trait") is None:
+        return []
+    implementing = _type_name(impl.child_by_field_name("type"))
+    bound = dict.fromkeys(_TUPLE_ELEMENT.findall(_text(target)))
+    return [(implementing, head) for head in bound if head not in ("Self", implementing)]
+
+
 def _gpu_device_alias(name: Node, target: Node) -> tuple[str, tuple[str, ...]] | None:
     """`type TestDevice = crate::tensor::Cuda;` at module level: (the alias, the types
     it names) when it names a GPU device, backend or runtime type."""
@@ -730,6 +774,7 @@ def _spliced_macro_bodies(source: bytes, root: Node) -> tuple[bytes, list[tuple[
     spans: list[tuple[int, int]] = []
     rows: list[tuple[int, int]] = []
     dollars: list[int] = []
+    pasted: list[tuple[int, int]] = []  # `[<$float _ty>]`: a name `paste!` builds
     for _, caps in QueryCursor(definitions).matches(root):
         definition = caps["definition"][0]
         parts = QueryCursor(body_parts).matches(definition)
@@ -745,6 +790,7 @@ def _spliced_macro_bodies(source: bytes, root: Node) -> tuple[bytes, list[tuple[
                 spans.append((pos, body.start_byte + 1))  # the wrapper, the matcher, the opening delimiter
                 pos = body.end_byte - 1
         spans.append((pos, definition.end_byte))
+        pasted.extend(_unpasted(source, definition.start_byte, definition.end_byte, spans))
         for _, part in parts:
             if "variable" in part:
                 dollars.append(part["variable"][0].start_byte)
@@ -760,7 +806,34 @@ def _spliced_macro_bodies(source: bytes, root: Node) -> tuple[bytes, list[tuple[
     for offset in dollars:
         if spliced[offset : offset + 1] == b"$":  # a `$x` of a matcher is blanked already
             spliced[offset] = ord("_")
+    for start, end in pasted:
+        spliced[start:end] = re.sub(rb"\W", b"_", spliced[start:end])  # `[<_float _ty>]`: `___float__ty__`
     return bytes(spliced), rows
+
+
+# `::paste::paste! {` in a template's body: its tokens are the items it writes out
+# (cubecl's `mod [<$float _ty>] { #[test] fn vector() { .. } }`), once the names it
+# pastes together are one identifier.
+_PASTE_OPENING = re.compile(rb"(?:::\s*)?(?:paste\s*::\s*)?paste\s*!\s*[{(\[]")
+_PASTED_NAME = re.compile(rb"\[<[^<>\[\]]*>\]")
+_CLOSING = {ord("{"): ord("}"), ord("("): ord(")"), ord("["): ord("]")}
+
+
+def _unpasted(source: bytes, start: int, end: int, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Blank (into ``spans``) the wrapper of each `paste!` invocation between ``start``
+    and ``end``; return the spans of the names it pastes, to be written as one."""
+    for opening in _PASTE_OPENING.finditer(source, start, end):
+        delimiter = opening.end() - 1
+        depth = 0
+        for at in range(delimiter, end):
+            if source[at] == source[delimiter]:
+                depth += 1
+            elif source[at] == _CLOSING[source[delimiter]]:
+                depth -= 1
+                if depth == 0:
+                    spans += [(opening.start(), delimiter + 1), (at, at + 1)]
+                    break
+    return [(name.start(), name.end()) for name in _PASTED_NAME.finditer(source, start, end)]
 
 
 # `proptest! { #[test] fn name(x in strategy) { .. } }`: property tests, the usual way a
@@ -885,6 +958,7 @@ def extract(source: bytes) -> FileFacts:
     uses: list[str] = []
     gpu_aliases: list[tuple[str, tuple[str, ...]]] = []
     type_aliases: list[tuple[str, str]] = []
+    associated_types: list[tuple[str, str]] = []
     ffi_functions: list[tuple[str, bool]] = []
     module_files: list[Node] = []  # `mod name;`: a module whose code is in a file of its own
     error_rows: list[int] = []
@@ -924,6 +998,7 @@ def extract(source: bytes) -> FileFacts:
             if alias:
                 gpu_aliases.append(alias)
             type_aliases.extend(_type_alias(caps["alias.name"][0], caps["alias.type"][0]))
+            associated_types.extend(_associated_types(caps["alias.name"][0], caps["alias.type"][0]))
         elif "ffi" in caps:
             signature = _text(caps["ffi"][0])
             ffi_functions.append(
@@ -1104,6 +1179,7 @@ def extract(source: bytes) -> FileFacts:
         instantiated_test_crates=_instantiated_test_crates(blank),
         gpu_device_aliases=tuple(gpu_aliases),
         type_aliases=tuple(type_aliases),
+        associated_types=tuple(associated_types),
         ffi_functions=tuple(ffi_functions),
         test_templates=tuple(test_templates),
         item_macros=tuple(item_macros),

@@ -94,6 +94,29 @@ def call_key(call: Call, caller: Function) -> Key | None:
     return ("f", call.name)
 
 
+# Names too common to resolve by name (`io::Write::write`, `RwLock::read`) that the
+# workspace's own types also implement (cubecl's `ComputeServer::read`, reached from
+# `self.channel.read(..)`): the walk resolves them by the values the reached code holds.
+_HELD_VALUE_METHODS = frozenset({"read", "write", "flush", "send", "recv", "fmt"})
+
+
+def _held_value_keys(call: Call) -> list[Key]:
+    return [("m", call.name)] if call.is_method and call.name in _HELD_VALUE_METHODS else []
+
+
+# `write!(f, "{instruction}")`: formatting a value runs its `Display::fmt`, which is
+# where code generators (cubecl's dialects, writing CUDA C and MSL) do their work.
+_FORMATTING_MACROS = frozenset({"write", "writeln", "format", "format_args"})
+
+
+def _formatting_calls(fn: Function) -> list[Call]:
+    return [
+        Call("fmt", "", True, macro.offset)
+        for macro in fn.macros
+        if macro.name in _FORMATTING_MACROS and "{" in macro.args
+    ]
+
+
 def _dispatches_on_self(key: Key, caller: Function) -> bool:
     """`self.f(..)` in a trait's default method: it runs the `f` of whichever
     implementing type the value is, one of those the reached code builds."""
@@ -285,9 +308,22 @@ class Workspace:
         # `type CudaHalSha256 = CudaHal<..>;`: calls on and values of the alias are the type's
         # (each type's, for a tuple alias).
         self._type_aliases: dict[str, list[str]] = {}
+        # The same, by crate: cubecl's every runtime crate has its own `TestRuntime`.
+        self._crate_aliases: dict[tuple[str, str], list[str]] = {}
         for source in self.files:
             for alias, target in source.facts.type_aliases:
                 self._type_aliases.setdefault(alias, []).append(target)
+                self._crate_aliases.setdefault((crate_of(source.path), alias), []).append(target)
+        # `type Server = CudaServer;` in `impl Runtime for CudaRuntime`: the types in play
+        # wherever the implementing type is.
+        self._associated: dict[str, list[str]] = {}
+        for source in self.files:
+            crate = crate_of(source.path)
+            for implementing, bound in source.facts.associated_types:
+                # `type Channel = Channel;`: the alias of the impl's crate, when it is one.
+                self._associated.setdefault(implementing, []).extend(
+                    self._crate_aliases.get((crate, bound), [bound])
+                )
         self._by_type: dict[str, list[int]] | None = None  # impl type -> indexes of its methods
         # Trait -> the names of its default methods (`Map1::map`): a type implementing the
         # trait has them without defining them.
@@ -299,6 +335,8 @@ class Workspace:
         self._picked: dict[tuple[Key, str], list[int]] = {}  # (call key, caller's file) -> targets
         self._local_types: dict[tuple[int, int], str] = {}  # (id() of a caller, call offset) -> _local_type
         self._lets: dict[int, dict[str, list[tuple[int, str]]]] = {}  # id() of a function -> _let_types
+        # id() of a function -> the locals its `let`s bind to functions (`_LET_FUNCTION`)
+        self._function_lets: dict[int, dict[str, re.Match[bytes]]] = {}
         self._propagate_evidence()
 
     def index_of(self, item: IndexedFunction) -> int:
@@ -346,6 +384,7 @@ class Workspace:
         default methods of the traits of the types the caller builds a value of
         (``Pool2D { .. }.map(..)`` is ``Map1::map`` when ``Pool2D`` implements ``Map1``:
         a name as common as ``map`` resolves no other way)."""
+        call = self._function_bound(call, caller)
         key = call_key(call, caller.fn)
         if key is not None and key[0] == "m":
             bound = self._local_type(call, caller)
@@ -353,13 +392,32 @@ class Workspace:
                 key = ("t", bound, call.name)
         keys = [key] if key is not None else []
         if key is not None and key[0] == "t" and key not in self.definitions and key[1] in self._type_aliases:
-            keys = [("t", target, key[2]) for target in self._type_aliases[key[1]]]
+            # The alias of the caller's crate when it has one: that is the one in scope.
+            targets = self._crate_aliases.get((caller.crate, key[1])) or self._type_aliases[key[1]]
+            keys = [("t", target, key[2]) for target in targets]
         if call.is_method and self._default_methods:
             for type_name in caller.fn.constructs:
                 for trait in self._traits_of(type_name):
                     if call.name in self._default_methods.get(trait, ()):
                         keys.append(("t", trait, call.name))
         return keys
+
+    def _function_bound(self, call: Call, caller: IndexedFunction) -> Call:
+        """A call of a local that a ``let`` binds to a function's path (cubecl's
+        `let test = runtime_tests::saturating::test_add::<TestRuntime>; test(client);`)
+        as a call of that function; other calls as they are."""
+        if call.is_method or call.qualifier:
+            return call
+        bound = self._function_lets.get(id(caller))
+        if bound is None:
+            bound = self._function_lets[id(caller)] = {
+                let.group(1).decode(): let for let in _LET_FUNCTION.finditer(caller.fn.text)
+            }
+        let = bound.get(call.name)
+        if let is None or let.start() > call.offset:
+            return call
+        qualifier, _, name = re.sub(rb"\s", b"", let.group(2)).decode().rpartition("::")
+        return call._replace(name=name, qualifier=qualifier)
 
     def _local_type(self, call: Call, caller: IndexedFunction) -> str:
         """The type of the local a method is called on, when its ``let`` says it
@@ -544,7 +602,7 @@ class Workspace:
             reached.add(index)
             item = self.functions[index]
             fn = item.fn
-            for type_name in (*fn.constructs, *self.gpu_types_named(item)):
+            for type_name in self._types_in_play(item):
                 for method in self._methods_built(type_name, item):
                     if method not in built:
                         built.add(method)
@@ -557,8 +615,10 @@ class Workspace:
                             or not dispatched.isdisjoint(definition_keys(built_fn))
                         ):
                             push((method,))
-            calls = fn.calls if follows is None else [call for call in fn.calls if follows(item, call)]
-            for key in (key for call in calls for key in self.call_keys(call, item)):
+            calls = [*fn.calls, *_formatting_calls(fn)]
+            calls = calls if follows is None else [call for call in calls if follows(item, call)]
+            keys = (key for call in calls for key in self.call_keys(call, item) or _held_value_keys(call))
+            for key in keys:
                 # Which of several definitions a call reaches depends on where it is made
                 # (`kernel::cross` in burn-cubecl is not burn-candle's `cross`).
                 visited = (key, self._call_site(key, item))
@@ -576,7 +636,9 @@ class Workspace:
                         push(impls)
                     continue
                 on_self = _dispatches_on_self(key, fn)
-                too_many = key[0] == "m" and len(targets) > _MAX_METHOD_FANOUT
+                too_many = key[0] == "m" and (
+                    len(targets) > _MAX_METHOD_FANOUT or key[1] in _HELD_VALUE_METHODS
+                )
                 several_impls = key[0] == "m" and not too_many and self._impls_of_several_types(targets)
                 if too_many or on_self or several_impls:
                     dispatched.add(key)
@@ -594,6 +656,21 @@ class Workspace:
                         push(targets, caller)
                 unsure.clear()
         return reached
+
+    def _types_in_play(self, item: IndexedFunction) -> list[str]:
+        """The types whose methods a function's code may run by dispatch: those it builds
+        values of, the GPU device types it names through an alias, and the types the
+        trait impls of these and of its own type bind associated types to (cubecl's test
+        runs on `TestRuntime`, whose `type Server = CudaServer;` is what generic
+        `ComputeClient<R::Server>` code writes to)."""
+        found = dict.fromkeys((*item.fn.constructs, *self.gpu_types_named(item)))
+        frontier = [*found, *([item.fn.impl_type] if item.fn.impl_type else [])]
+        while frontier:
+            for bound in self._associated.get(frontier.pop(), ()):
+                if bound not in found:
+                    found[bound] = None
+                    frontier.append(bound)
+        return list(found)
 
     def _picked_by_a_dependency(self, method: Function) -> bool:
         """A device's method of a trait the workspace only implements (mistral.rs's
@@ -645,6 +722,11 @@ class Workspace:
 
 
 _TYPE_NAME = re.compile(rb"\b[A-Z]\w*")
+# `let test = runtime_tests::saturating::test_add::<TestRuntime, i32>;`: a local bound to
+# a function's path (its generic arguments dropped).
+_LET_FUNCTION = re.compile(
+    rb"\blet\s+(?:mut\s+)?([a-z_]\w*)\s*=\s*((?:\w+\s*::\s*)*[a-z_]\w*)\s*(?:::\s*<[^;=]*>)?\s*;"
+)
 # The receiver of a method call when it is a plain local: `lin` in `lin.forward(`.
 _RECEIVER = re.compile(rb"(?<![\w.:)\]?])([a-z_]\w*)\s*\.\s*$")
 _LONGEST_RECEIVER = 80  # bytes before a call that its receiver is looked for in
@@ -748,6 +830,15 @@ def _kernel_sources(fn: Function, gpu_consts: frozenset[bytes]) -> frozenset[str
     return frozenset(name.decode() for name in gpu_consts.intersection(_CONST_REF.findall(fn.text)))
 
 
+# A device intrinsic in a string: the function writes kernel source (cubecl's dialects
+# write CUDA C and MSL: `write!(f, "simd_ballot({input})")`, inline PTX `elect.sync`).
+_DEVICE_INTRINSIC = re.compile(
+    r"\b(?:__shfl\w*|__syncthreads|__syncwarp|__ballot\w*|__activemask|__global__|__shared__"
+    r"|atomic(?:Add|Sub|Exch|CAS|Max|Min|And|Or|Xor|Inc|Dec)\b|simd_(?:ballot|shuffle\w*|sum|prefix\w*|broadcast\w*|all|any|max|min|product)"
+    r"|threadgroup_barrier|subgroup[A-Z]\w*|workgroupBarrier|elect\.sync|activemask\.b32|cp\.async|mma\.sync)"
+)
+
+
 def _direct_evidence(fn: Function, kernel_consts: frozenset[str]) -> str:
     """What in the function's own body is backend evidence; ``kernel_consts``, the
     kernel source constants it names, are evidence too."""
@@ -759,6 +850,10 @@ def _direct_evidence(fn: Function, kernel_consts: frozenset[str]) -> str:
     for macro in fn.macros:
         if _GPU_SOURCE_FILE.search(macro.args):  # `include_str!("x.ptx")`, `include_wgsl!("x.wgsl")`
             return f"`{macro.name}!{macro.args}` at line {fn.line_of(macro.offset)}"
+    for literal in fn.literals:
+        intrinsic = _DEVICE_INTRINSIC.search(literal.text)
+        if intrinsic:
+            return f"writes GPU kernel source (`{intrinsic.group()}`) at line {fn.line_of(literal.offset)}"
     if kernel_consts:
         for m in _CONST_REF.finditer(fn.text):
             name = m.group().decode()
