@@ -3806,27 +3806,15 @@ def test_polish_or_a_build_cache_is_upkeep(title: str) -> None:
 
 def test_the_tests_a_template_writes_out_through_paste_are_tests_where_it_is_invoked() -> None:
     # cubecl's `testgen_shared_sum!([f32])`: `paste!` names a module per dtype.
-    template = """
-    pub fn check_scale() {
-        let mut x = vec![1.0f32; 4];
-        gpu_scale(&mut x, &DeviceContext::default()).unwrap();
-    }
-
-    #[macro_export]
-    macro_rules! impl_scale_tests {
-        ($field:ident) => {
-            ::paste::paste! {
-                mod [<$field _tests>] {
-                    use super::*;
-                    #[test]
-                    fn test_scale() {
-                        check_scale()
-                    }
-                }
+    written_out = """
+            #[test]
+            fn test_scale() {
+                check_scale()
             }
-        };
-    }
     """
+    assert written_out.strip() in _SCALE_TEST_TEMPLATE
+    pasted = "::paste::paste! { mod [<$field _tests>] { use super::*;" + written_out + "} }"
+    template = _SCALE_TEST_TEMPLATE.replace(written_out.strip(), pasted)
     files = {
         "scale-core/src/lib.rs": _FFI_SCALE,
         "scale-core/src/tests.rs": template,
