@@ -1126,3 +1126,36 @@ def test_a_runtimes_associated_types_are_in_play_but_not_what_a_std_trait_return
         ("CudaRuntime", "CppCompiler"),
         ("CudaRuntime", "CudaDialect"),
     )
+
+
+def test_a_crates_alias_of_an_alias_defined_elsewhere_stands_for_every_crates() -> None:
+    # burn's test templates name `TestTensor`, an alias of the `TestTensor2` each crate
+    # writing them out defines: the template's own crate does not say which type it is.
+    files = {
+        "crates/tensor-tests/src/lib.rs": """
+            pub type TestTensor = TestTensor2;
+            #[test]
+            fn scale_on_cuda() {
+                assert_eq!(TestTensor::scale(&[1.0]), vec![2.0]);
+            }
+            """,
+        "crates/cuda-backend/src/lib.rs": """
+            pub type TestTensor = CudaTensor;
+            impl CudaTensor {
+                pub fn scale(x: &[f32]) -> Vec<f32> {
+                    run_scale(&CudaDevice::new(0).unwrap(), x)
+                }
+            }
+            """,
+        "crates/cuda-backend/src/kernels.rs": RUN_SCALE,
+    }
+    untested = {
+        f.function for f in run_analysis(files, diff_all=True).findings if f.rule == "gpu-code-without-test"
+    }
+    assert "CudaTensor::scale" not in untested
+
+
+def test_the_kind_of_tensor_a_backend_method_is_for_is_not_its_op() -> None:
+    sources = [SourceFile("src/ops.rs", extract(b"impl B { fn int_cumprod(&self) {} fn float_exp(&self) {} }"))]
+    ws = Workspace(sources, RepoConfig())
+    assert [gpu_tests._op_name(f) for f in ws.functions] == ["cumprod", "exp"]

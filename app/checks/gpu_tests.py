@@ -459,10 +459,11 @@ def _op_arms(fn: Function) -> list[tuple[Arm, frozenset[str]]]:
     ]
 
 
-# Words of a function's name that say how or where it runs, not which op it is.
+# Words of a function's name that say how or where it runs, or on which kind of tensor
+# (burn's `int_cumprod`, `float_exp`), not which op it is.
 _NOT_THE_OP = frozenset(
     "backward forward fwd bwd f gpu cuda metal wgpu kernel launch impl op ops storage backend device "
-    "run call eval apply".split()
+    "run call eval apply int float bool".split()
 )
 
 

@@ -392,15 +392,23 @@ class Workspace:
                 key = ("t", bound, call.name)
         keys = [key] if key is not None else []
         if key is not None and key[0] == "t" and key not in self.definitions and key[1] in self._type_aliases:
-            # The alias of the caller's crate when it has one: that is the one in scope.
-            targets = self._crate_aliases.get((caller.crate, key[1])) or self._type_aliases[key[1]]
-            keys = [("t", target, key[2]) for target in targets]
+            keys = [("t", target, key[2]) for target in self._alias_targets(key[1], caller)]
         if call.is_method and self._default_methods:
             for type_name in caller.fn.constructs:
                 for trait in self._traits_of(type_name):
                     if call.name in self._default_methods.get(trait, ()):
                         keys.append(("t", trait, call.name))
         return keys
+
+    def _alias_targets(self, alias: str, caller: IndexedFunction) -> list[str]:
+        """The types an alias a call names stands for: the caller's crate's alias when it
+        has one of types the workspace defines (cubecl's every runtime crate has its own
+        `TestRuntime`); every crate's otherwise (burn's test templates name a
+        `TestTensor` that each crate writing them out defines)."""
+        own = self._crate_aliases.get((caller.crate, alias), [])
+        if own and all(self.methods_of(target) for target in own):
+            return own
+        return self._type_aliases[alias]
 
     def _function_bound(self, call: Call, caller: IndexedFunction) -> Call:
         """A call of a local that a ``let`` binds to a function's path (cubecl's
