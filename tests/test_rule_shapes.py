@@ -1156,6 +1156,8 @@ def test_a_crates_alias_of_an_alias_defined_elsewhere_stands_for_every_crates() 
 
 
 def test_the_kind_of_tensor_a_backend_method_is_for_is_not_its_op() -> None:
-    sources = [SourceFile("src/ops.rs", extract(b"impl B { fn int_cumprod(&self) {} fn float_exp(&self) {} }"))]
+    sources = [
+        SourceFile("src/ops.rs", extract(b"impl B { fn int_cumprod(&self) {} fn float_exp(&self) {} }"))
+    ]
     ws = Workspace(sources, RepoConfig())
     assert [gpu_tests._op_name(f) for f in ws.functions] == ["cumprod", "exp"]
