@@ -109,15 +109,26 @@ def _builds_a_value(text: bytes, start: int, brace: int) -> bool:
     value the body builds, not a pattern it matches on (`Op::Conv1D { arg, .. } =>`)."""
     if _PATTERN_BEFORE.search(text, max(0, start - 16), start):
         return False
+    end = balanced_end(text, brace)
+    return end >= 0 and _PATTERN_AFTER.match(text, end) is None
+
+
+_CLOSING = {ord("{"): ord("}"), ord("("): ord(")"), ord("["): ord("]")}
+
+
+def balanced_end(text: bytes, opening: int, limit: int | None = None) -> int:
+    """The offset just past the bracket that closes the one at ``opening`` (before
+    ``limit``), or -1."""
+    close = _CLOSING[text[opening]]
     depth = 0
-    for at in range(brace, len(text)):
-        if text[at] == ord("{"):
+    for index in range(opening, len(text) if limit is None else limit):
+        if text[index] == text[opening]:
             depth += 1
-        elif text[at] == ord("}"):
+        elif text[index] == close:
             depth -= 1
             if depth == 0:
-                return _PATTERN_AFTER.match(text, at + 1) is None
-    return False
+                return index + 1
+    return -1
 
 
 # `xs.apply_op3(a, b, &RotaryEmbThd)`: a unit struct handed on as a value is built there.
@@ -816,7 +827,6 @@ def _spliced_macro_bodies(source: bytes, root: Node) -> tuple[bytes, list[tuple[
 # pastes together are one identifier.
 _PASTE_OPENING = re.compile(rb"(?:::\s*)?(?:paste\s*::\s*)?paste\s*!\s*[{(\[]")
 _PASTED_NAME = re.compile(rb"\[<[^<>\[\]]*>\]")
-_CLOSING = {ord("{"): ord("}"), ord("("): ord(")"), ord("["): ord("]")}
 
 
 def _unpasted(source: bytes, start: int, end: int, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -824,15 +834,9 @@ def _unpasted(source: bytes, start: int, end: int, spans: list[tuple[int, int]])
     and ``end``; return the spans of the names it pastes, to be written as one."""
     for opening in _PASTE_OPENING.finditer(source, start, end):
         delimiter = opening.end() - 1
-        depth = 0
-        for at in range(delimiter, end):
-            if source[at] == source[delimiter]:
-                depth += 1
-            elif source[at] == _CLOSING[source[delimiter]]:
-                depth -= 1
-                if depth == 0:
-                    spans += [(opening.start(), delimiter + 1), (at, at + 1)]
-                    break
+        closed = balanced_end(source, delimiter, end)
+        if closed >= 0:
+            spans += [(opening.start(), delimiter + 1), (closed - 1, closed)]
     return [(name.start(), name.end()) for name in _PASTED_NAME.finditer(source, start, end)]
 
 

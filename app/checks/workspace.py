@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from app.checks import gpu_code
 from app.checks.model import Call, FileFacts, Function, ItemMacro
-from app.checks.rust_index import KERNEL_FILE_EXTENSIONS
+from app.checks.rust_index import KERNEL_FILE_EXTENSIONS, balanced_end
 from app.config import RepoConfig
 
 # Names so generic that resolving them by name would connect everything to everything.
@@ -754,7 +754,7 @@ def _let_types(text: bytes) -> dict[str, list[tuple[int, str]]]:
         type_name = let.group(2) or b""
         built = None if type_name else _CONSTRUCTOR.match(text, let.end())
         if built is not None:
-            end = _balanced_end(text, built.end() - 1)
+            end = balanced_end(text, built.end() - 1)
             if end >= 0 and _AFTER_CONSTRUCTOR.match(text, end):
                 type_name = built.group("built")
         found.setdefault(let.group(1).decode(), []).append((let.start(), type_name.decode()))
@@ -768,20 +768,6 @@ def _bound_type(lets: dict[str, list[tuple[int, str]]], text: bytes, offset: int
         return ""
     bound = [type_name for start, type_name in lets.get(receiver.group(1).decode(), ()) if start < offset]
     return bound[-1] if bound else ""
-
-
-def _balanced_end(text: bytes, opening: int) -> int:
-    """The offset just past the bracket that closes the one at ``opening``, or -1."""
-    close = {ord("("): ord(")"), ord("{"): ord("}")}[text[opening]]
-    depth = 0
-    for index in range(opening, len(text)):
-        if text[index] == text[opening]:
-            depth += 1
-        elif text[index] == close:
-            depth -= 1
-            if depth == 0:
-                return index + 1
-    return -1
 
 
 def _imported_from(type_name: str, uses: tuple[str, ...]) -> list[str]:
