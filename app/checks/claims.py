@@ -535,6 +535,8 @@ def moved_into_a_folder(claim: Claim, paths: Iterable[str]) -> bool:
 
 
 # The end of a title's first sentence, when another follows (not "e.g. X", "v0.3. X").
+# Narrower than the body's sentence split (prose): a title's "; now returns Err" and
+# its "(#955)" stay with the claim they qualify.
 _NEXT_SENTENCE = re.compile(r"(?<=[a-z]{3})\.\s+(?=[A-Z][a-z])")
 
 
