@@ -2697,6 +2697,36 @@ def test_a_shader_is_gpu_code_like_a_kernel(title: str, expected: list[tuple[str
     assert [(c.subject, c.backed) for c in found.claims] == expected
 
 
+def test_a_claim_about_wasm_needs_a_test_that_runs_on_wasm() -> None:
+    # A native GPU test never compiles the code a wasm build runs (cubecl's
+    # `#[cfg(target_family = "wasm")]` device setup).
+    files = {
+        "src/context.rs": _WGPU_CONTEXT,
+        "src/ops.rs": _WGPU_SOFTMAX.replace("CREATE", "let context = create_context()?;"),
+    }
+    (claim,) = run_review(files, body="", title="Fix the wgpu softmax shader on wasm").claims
+    assert not claim.backed
+    assert "no GPU test that reaches it runs on wasm" in claim.missing[0]
+    on_wasm = files["src/ops.rs"].replace("#[test]", "#[wasm_bindgen_test]")
+    (claim,) = run_review(
+        {**files, "src/ops.rs": on_wasm}, body="", title="Fix the wgpu softmax shader on wasm"
+    ).claims
+    assert claim.backed, claim.missing
+
+
+def test_a_squash_merges_item_about_a_model_the_diff_leaves_alone_is_unverifiable() -> None:
+    # "* Use flash-attn in gemma." lists a commit whose work is not in this diff; the
+    # pull request's title names the tested shader the diff changes.
+    files = {
+        "src/context.rs": _WGPU_CONTEXT,
+        "src/ops.rs": _WGPU_SOFTMAX.replace("CREATE", "let context = create_context()?;"),
+    }
+    body = "* Use flash-attn in gemma.\n\n* Fix the wgpu softmax shader."
+    found = run_review(files, body=body, title="Fix the wgpu softmax shader (#2274)")
+    assert [(c.subject, c.backed) for c in found.claims] == [("softmax", True), ("flash-attn gemma", False)]
+    assert "about gemma, whose code the diff does not change" in found.claims[1].missing[0]
+
+
 _OP_DISPATCHER = {
     "src/compiler.rs": """
 pub fn compile(op_type: &str, device: &wgpu::Device) -> wgpu::ComputePipeline {
@@ -2941,6 +2971,22 @@ def test_the_arms_a_diff_adds_to_a_dispatch_are_tested_only_by_a_test_that_takes
     assert claim.backed, claim.missing
 
 
+@pytest.mark.parametrize("path", ["Builtin::", "Builtin::<Self>::"])  # a turbofish names no case
+def test_a_test_takes_an_arm_it_names_in_another_case(path: str) -> None:
+    # The arm matches `Builtin::AbsolutePos`; the test's kernel reads `ABSOLUTE_POS`.
+    builtin = _GATHER.replace("gather(&self, ids: &Self)", "builtin(&self, which: Builtin)").replace(
+        "match (ids.dtype, self.dtype) {", "match which {"
+    )
+    builtin = builtin.replace("(DType::U32, DType::F32) =>", f"{path}UnitPos =>")
+    builtin = builtin.replace("(DType::U32, DType::I64) =>", f"{path}AbsolutePos =>")
+    test = _GATHER_TEST.replace("t.storage().gather(&ids.storage())", "t.storage().builtin(ABSOLUTE_POS)")
+    files = {"src/metal_backend.rs": builtin, "tests/builtin.rs": test}
+    (claim,) = _claims_of_lines(
+        files, {"src/metal_backend.rs": frozenset({6})}, "Added `MetalStorage::builtin` on Metal."
+    )
+    assert claim.backed, claim.missing
+
+
 _SWITCHED_MATMUL = """
 impl MetalDevice {
     pub fn new() -> Self {
@@ -3050,6 +3096,7 @@ def test_comments_and_lint_allowances_on_gpu_code_claim_nothing(sentence: str) -
         "Fix: include CUDA when building softmax_sys",
         "Fix: actually pass arguments to libnvvm when specified in cuda builder",
         "Implement CUDA 12.9 architecture suffixes",
+        "Make cuda 12080 optional",  # a toolkit's release, as a cargo feature spells it
         "Avoid compiling any OpenCL on macos.",  # a build setting
         "fixup gpu constraints",  # a type's bounds
         "fix(gpu): compile",  # a build fix
@@ -3069,6 +3116,8 @@ def test_comments_and_lint_allowances_on_gpu_code_claim_nothing(sentence: str) -
         "Prioritize swap-out instead of GPU context-cache release",  # the GPU is what it replaces
         "Enable workspace lints for `gpu`",
         "reduce gpu softmax tests amount",  # the tests' settings
+        "Again more cuda testing.",
+        "Migrate default test backend from NdArray to wgpu",  # what the tests run on
         "Fix flaky wgpu softmax tests with unique device IDs",  # a backend's tests of an op
         "Add `cfg_aliases` to `wgpu-core` and `wgpu-hal`",  # build configuration
         "feat(jit): CpuC softmax JIT execution with compile caching",  # a host target by its name
@@ -3177,6 +3226,25 @@ def test_a_hyphenated_compound_keeps_its_little_words_in_a_title_topic() -> None
     assert claim.subject == "proof-of-work grinding"
 
 
+@pytest.mark.parametrize("title", ["Improve wgpu compiler", "Feat/wgpu/improved compiler (#88)"])
+def test_a_title_about_a_backends_compiler_claims_it(title: str) -> None:
+    # The compiler of a backend writes its kernels (cubecl's dialects); "fix(gpu):
+    # compile" is a build fix, the compiler is GPU work.
+    (claim,) = run_review(_WGPU_UNTESTED, body="", title=title).claims
+    assert (claim.subject, claim.backed) == ("compiler", False)
+
+
+def test_the_setting_a_fix_is_for_negates_nothing() -> None:
+    (claim,) = run_review(_WGPU_UNTESTED, body="", title="Fix wgpu softmax with autotune disabled").claims
+    assert "softmax" in claim.subject and not claim.backed
+
+
+def test_a_listed_bugfix_is_a_commit_title() -> None:
+    body = "* Add a test for conv2d.\n\n* Cosmetic changes.\n\n* Bugfix the softmax function on the wgpu backend."
+    (claim,) = run_review(_WGPU_UNTESTED, body=body, title="Add a test for conv2d (#578)").claims
+    assert "softmax" in claim.subject and not claim.backed
+
+
 def test_a_title_that_adds_a_device_says_which() -> None:
     (claim,) = run_review(_WGPU_UNTESTED, body="", title="Add the wgpu device.").claims
     assert (claim.subject, claim.backed) == ("wgpu device", False)
@@ -3195,6 +3263,8 @@ def test_a_title_that_adds_a_device_says_which() -> None:
         "Add Metal dependencies (optional)",
         "feat: add gpu memory tracking metrics",  # what is measured of the GPU
         "Add CUDA kernel launch counters",
+        "feat(common): add ComptimeFloat and Ratio for hashable comptime kernel params",
+        "Propagate kernel name via KernelSettings",  # the plumbing, then the means
     ],
 )
 def test_a_line_about_tooling_or_plumbing_of_gpu_code_claims_nothing(line: str) -> None:
@@ -3840,6 +3910,14 @@ def test_an_errors_message_is_no_work_a_claim_is_about() -> None:
     assert [(c.backed, [f.fn.qualname for f in c.functions]) for c in claims] == [(True, ["gpu_scale"])]
 
 
+def test_a_placeholder_by_its_name_does_not_back_a_claim() -> None:
+    # cubecl's first Flash Attention: what its tests launch is the `dummy` algorithm.
+    files = {"cuda/src/dummy/scale.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
+    (claim,) = run_review(files, body="", title="Feat/full cuda scale kernel").claims
+    assert not claim.backed
+    assert "a placeholder by its name (`dummy`)" in claim.missing[0]
+
+
 def test_a_code_generator_writing_device_intrinsics_is_gpu_work_its_tests_reach() -> None:
     # cubecl's dialects: `Display` impls write MSL or CUDA C, reached from the compiler
     # through `format!` of the instructions it builds (a struct variant's value).
@@ -3876,3 +3954,63 @@ def test_a_code_generator_writing_device_intrinsics_is_gpu_work_its_tests_reach(
     assert [(c.backed, [f.fn.qualname for f in c.functions]) for c in claims] == [
         (True, ["WarpInstruction::fmt"])
     ], [c.missing for c in claims]
+
+
+def test_a_code_generators_text_writers_write_kernel_source() -> None:
+    # cubecl's C++ dialect: `IsNan::format_scalar` writes `isnan(..)`, no intrinsic of
+    # its own, in the file whose other writers write CUDA C (`nvcuda::wmma::..`); it runs
+    # through the default method `Unary::format` that `Instruction`'s `Display` calls.
+    files = {
+        "cg/src/unary.rs": """
+            pub trait Unary {
+                fn format(f: &mut std::fmt::Formatter<'_>, input: &str) -> std::fmt::Result {
+                    write!(f, "out = ")?;
+                    Self::format_scalar(f, input)
+                }
+                fn format_scalar(f: &mut std::fmt::Formatter<'_>, input: &str) -> std::fmt::Result;
+            }
+            pub struct Tf32Cast;
+            impl Unary for Tf32Cast {
+                fn format_scalar(f: &mut std::fmt::Formatter<'_>, input: &str) -> std::fmt::Result {
+                    write!(f, "nvcuda::wmma::__float_to_tf32({input})")
+                }
+            }
+            pub struct IsNan;
+            impl Unary for IsNan {
+                fn format_scalar(f: &mut std::fmt::Formatter<'_>, input: &str) -> std::fmt::Result {
+                    write!(f, "isnan({input})")
+                }
+            }
+            """,
+        "cg/src/instruction.rs": """
+            pub enum Instruction {
+                IsNan { input: String },
+            }
+            impl std::fmt::Display for Instruction {
+                fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    match self {
+                        Instruction::IsNan { input } => IsNan::format(f, input),
+                    }
+                }
+            }
+            """,
+        "cg/src/compiler.rs": """
+            pub fn compile_isnan(input: &str) -> String {
+                let instruction = Instruction::IsNan { input: input.to_string() };
+                format!("extern \\"C\\" void k() {{ {instruction}; }}")
+            }
+            """,
+        "tests/gpu.rs": """
+            #[test]
+            fn isnan_on_cuda() {
+                let dev = CudaDevice::new(0).unwrap();
+                dev.load_ptx(compile_ptx(compile_isnan("x")).unwrap(), "k", &["k"]).unwrap();
+            }
+            """,
+    }
+    touched = {"cg/src/unary.rs": frozenset(range(19, 25))}
+    sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
+    claims = review(sources, RepoConfig(), touched, "[cuda] Add the IsNan op", "").claims
+    assert [(c.backed, [f.fn.qualname for f in c.functions]) for c in claims] == [
+        (True, ["IsNan::format_scalar"])
+    ], [(c.subject, c.missing) for c in claims]

@@ -1043,6 +1043,94 @@ def test_a_gpu_test_reaches_the_server_its_runtime_binds_through_generic_code() 
     assert "run_scale" not in untested
 
 
+def test_a_trait_default_method_called_on_a_type_runs_that_types_methods() -> None:
+    # cubecl's C++ dialect: `IsNan::format(..)` runs `Unary::format`, a default method
+    # whose `Self::format_scalar(..)` is `IsNan`'s; the unit struct is never built.
+    files = {
+        "crates/gen/src/unary.rs": """
+            pub trait Unary {
+                fn format(out: &mut String) {
+                    out.push_str("y = ");
+                    Self::format_scalar(out);
+                }
+                fn format_scalar(out: &mut String);
+            }
+            pub struct IsNan;
+            impl Unary for IsNan {
+                fn format_scalar(out: &mut String) {
+                    out.push_str("isnan(x)");
+                }
+            }
+            pub struct IsInf;
+            impl Unary for IsInf {
+                fn format_scalar(out: &mut String) {
+                    out.push_str("isinf(x)");
+                }
+            }
+            """,
+        "crates/gen/src/launch.rs": """
+            pub fn run_isnan(dev: &CudaDevice, x: &[f32]) -> Vec<f32> {
+                let mut src = String::new();
+                IsNan::format(&mut src);
+                let f = dev.compile_and_get(&src, "isnan").unwrap();
+                let buf = dev.htod_copy(x.to_vec()).unwrap();
+                unsafe { f.launch(LaunchConfig::for_num_elems(4), (&buf,)) }.unwrap();
+                dev.dtoh_sync_copy(&buf).unwrap()
+            }
+            #[cfg(test)]
+            mod tests {
+                #[test]
+                fn isnan_on_cuda() {
+                    let dev = CudaDevice::new(0).unwrap();
+                    assert_eq!(super::run_isnan(&dev, &[1.0]), vec![0.0]);
+                }
+            }
+            """,
+    }
+    sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
+    ws = Workspace(sources, RepoConfig())
+    reach = gpu_tests.gpu_test_reach(ws)
+    reached = {f.fn.qualname for f in ws.functions if id(f) in reach}
+    assert {"format", "IsNan::format_scalar"} <= reached, reached  # `format`: the default method
+    assert "IsInf::format_scalar" not in reached
+
+
+def test_a_wgpu_test_of_the_msl_module_runs_metals_code() -> None:
+    # cubecl-wgpu's `mod tests_msl`: the same runtime with the MSL compiler, on Metal.
+    files = {
+        "crates/cpp/src/metal/dialect.rs": """
+            pub struct MslDialect;
+            impl MslDialect {
+                pub fn warp_reduce_sum(out: &mut String) {
+                    out.push_str("simd_sum(x)");
+                }
+            }
+            """,
+        "crates/rt-wgpu/src/compiler.rs": """
+            pub fn run_plane_sum(device: &wgpu::Device) {
+                let mut src = String::new();
+                MslDialect::warp_reduce_sum(&mut src);
+                device.create_shader_module(msl_module(src));
+            }
+            """,
+        "crates/rt-wgpu/src/lib.rs": """
+            #[cfg(all(test, feature = "msl"))]
+            mod tests_msl {
+                #[test]
+                fn plane_sum() {
+                    let adapter = pollster::block_on(wgpu::Instance::default().request_adapter(&Default::default())).unwrap();
+                    let (device, _queue) = pollster::block_on(adapter.request_device(&Default::default(), None)).unwrap();
+                    super::compiler::run_plane_sum(&device);
+                }
+            }
+            """,
+    }
+    sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
+    ws = Workspace(sources, RepoConfig())
+    reach = gpu_tests.gpu_test_reach(ws)
+    assert "MslDialect::warp_reduce_sum" in {f.fn.qualname for f in ws.functions if id(f) in reach}
+
+
 def test_a_test_names_its_own_crates_runtime_alias() -> None:
     # Each runtime crate has a `TestRuntime`; the CPU crate's test runs on the CPU one,
     # so it neither acquires a GPU nor is a GPU test.

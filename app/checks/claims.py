@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from app.checks.engine import HOST_DETOUR_RULES, Touched
 from app.checks.enumerations import enumerated_subjects
-from app.checks.gpu_code import backends_named
+from app.checks.gpu_code import backends_named, is_test, runs_on_wasm
 from app.checks.gpu_tests import (
     code_said,
     fails_without_a_gpu,
@@ -37,6 +37,7 @@ from app.checks.prose import (
     names_subject,
     said_of_the_host,
     subject_words,
+    words,
 )
 from app.checks.rules import disabled_gpu_test
 from app.checks.workspace import IndexedFunction, Workspace
@@ -263,7 +264,7 @@ _NOT_CODE_NAME = re.compile(r"sm_\d+|(?:(?:b?f|u|i)\d+_?)+|\w+_t", re.I)
 _DETOUR_RULES = HOST_DETOUR_RULES | {"cpu-detour"}
 # A list item that says what it did: "- Fix GroupNorm/RMSNorm backward ...".
 _DID = re.compile(
-    r"^\W*(?:fix|port|mov|mak|wire|add|implement|enabl|support|improv|patch|optimi[sz]|speed|accelerat)\w*\b",
+    r"^\W*(?:(?:bug|hot)?fix|port|mov|mak|wire|add|implement|enabl|support|improv|patch|optimi[sz]|speed|accelerat)\w*\b",
     re.I,
 )
 # A list item that reads as the title of a commit a squash merge lists: a few words that
@@ -302,12 +303,15 @@ _UPKEEP = re.compile(
     r"|(?:update|upgrade|bump|merge|release|mov(?:e|es|ed|ing)|split|cleanup|clean up|format|pin)\b"
     r"|migrat\w*\s+to\b"  # "Migrate to BufferUsage": onto a new API, nothing moved to the GPU
     r"|replac\w*\b(?!.*\b(?:with|by)\b))"  # an edit inside code; "replace X with a kernel" claims
-    rf"|\b(?:gpu|{BACKENDS})\s+(?:[\w-]+\s+)?tests?\b|\bin\s+test-\w+"  # a backend's ("GPU pool tests")
+    # a backend's tests ("GPU pool tests", "more cuda testing")
+    rf"|\b(?:gpu|{BACKENDS})\s+(?:[\w-]+\s+)?test(?:s|ing)?\b|\bin\s+test-\w+"
+    r"|\btests?\s+backends?\b"  # "Migrate default test backend from NdArray to Flex": what tests run on
     rf"|\btests?\s+(?:on|for)\s+(?:the\s+)?(?:gpu|{BACKENDS})\b"  # "Fix tests on metal"
     r"|\b(?:kernels?|ptx|shaders?)\s+build(?:s|ing)?\b"  # "Use cudaforge for kernel build": tooling
     # "Specific cache dir for the flash attn build artifacts": where the build keeps its output
     r"|\bbuild\s+(?:artifacts?|outputs?|cache)\b|\bcache\s+dir(?:s|ectory|ectories)?\b"
     rf"|\b(?:{BACKENDS})\s+v?\d+\.\d+"  # "Support CUDA 12.9 and 13.0": a toolkit's release
+    r"|\bcuda[-_ ]?\d{4,5}\b"  # "Make cuda 12080 optional": 12.8 as cudarc's features spell it
     r"|\b(?:refactor\w*|polish\w*|cleanup|version|revisions?|submodules?|msrv|toolchains?|xcode|deps|dependenc\w+|readme|changelog|typos?|clippy|lints?"
     r"|exports?|re-?exports?|import(?:s|ing|er)?|naming|bench\w*|fuzz\w*|ci|logging|warn(?:ings?|s)?|macros?"
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*"
@@ -369,8 +373,10 @@ _PLUMBING_HEAD = re.compile(
     r"|compilation|(?:error|exception)\s+handling|dependenc\w+|deps"
     r"|builders?|(?:architecture|arch)\s+(?:suffix\w*|names?|lists?)"
     r"|structure|structs?|enums?|scaffold\w*|skeleton|boilerplate"
-    r"|constraints?|(?:trait\s+)?bounds)\W*$"  # "fixup gpu constraints": a type's bounds
-    r"|^\W*(?:mods?|modules?|pocs?|compil\w*|build(?:s|ing)?)\W*$"  # "cuda mod and poc", "fix(gpu): compile"
+    r"|constraints?|(?:trait\s+)?bounds"  # "fixup gpu constraints": a type's bounds
+    r"|params|parameters)\W*$"  # "add ComptimeFloat for hashable comptime kernel params": their types
+    # "cuda mod and poc", "fix(gpu): compile"; a backend's compiler is GPU work (it writes the kernels)
+    r"|^\W*(?:mods?|modules?|pocs?|compil(?!ers?\b)\w*|build(?:s|ing)?)\W*$"
     r"|^\W*building\s"  # "support for building libtorch with CUDA": a build option
     r"|^\W*build\.rs\b",  # "Add build.rs to avoid metal kernel jit compile overhead": a build script
     re.I,
@@ -380,16 +386,22 @@ _REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
 # "fix delta calculation when Torus is not a 64-bit type", "Handle the case where the
 # kernel is not contiguous": the case a fix is for, whose negation negates the case, not
 # the claim.
-_CONDITION = re.compile(r"\s+(?:when|if|unless|whenever|where)\b.*", re.I)
+_CONDITION = re.compile(
+    r"\s+(?:when|if|unless|whenever|where|with\s+(?:the\s+)?[\w-]+\s+(?:disabled|enabled))\b.*", re.I
+)  # "Fix burn-cubecl with autotune disabled": the setting a fix is for
+# "Propagate kernel name via KernelSettings": the means of the work, after what it is.
+_MEANS = re.compile(r"\s+(?:via|through)\s.*", re.I)
 # A topic that is only a model of a model zoo ("Implement Llama 4!", "support Qwen 3.5
 # model family", "Add LFM2.5 (Liquid Foundation Model 2.5) support"): its layers are the
 # framework's ops, and a title that names no device or kernel claims the model, not GPU
 # work. "multi-rank inference of Mistral-3-VL models" and "SDPA head dims for SigLIP"
 # name work beyond the model.
-_MODEL = (
-    r"\b(?:llama|qwen|gemma|mistral|mixtral|phi|deepseek|gpt-?oss|whisper|bert|t5|lfm|glm|falcon|mamba"
-    r"|olmo|granite|smollm|llava|idefics|pixtral|siglip|minicpm|starcoder|dia)|\bmodels?\b"
+_MODEL_NAMES = (
+    r"llama|qwen|gemma|mistral|mixtral|phi|deepseek|gpt-?oss|whisper|bert|t5|lfm|glm|falcon|mamba"
+    r"|olmo|granite|smollm|llava|idefics|pixtral|siglip|minicpm|starcoder|dia"
 )
+_MODEL = rf"\b(?:{_MODEL_NAMES})|\bmodels?\b"
+_MODEL_NAME = re.compile(rf"\b(?:{_MODEL_NAMES})", re.I)
 _ONLY_A_MODEL = re.compile(
     rf"(?=.*(?:{_MODEL}))(?:(?:{_MODEL})[\w.-]*|\b\d[\w.]*"
     r"|\b(?:famil(?:y|ies)|vision|language|foundation|liquid|tts|multimodal|moe|vl|next|quantized|full)\b"
@@ -415,6 +427,9 @@ _SET_UP_NAME = re.compile(rf"{PLUMBING_NAME.pattern}|^(?:init|setup|register|con
 _HOST_NAME = re.compile(r"(?<![a-z])(?:cpu|host|accelerate|mkl)(?![a-z])", re.I)
 _DEVICE_NAME = re.compile(rf"(?<![a-z])(?:gpu|device|ptx|{BACKENDS})(?![a-z])", re.I)
 _STUB_RULES = frozenset({"deferred-kernel", "stub-residue"})
+# Code that says it stands in for the real thing: cubecl's first Flash Attention launched
+# a `DummyAlgorithm` from `tile/dummy/`.
+_PLACEHOLDER_WORDS = frozenset({"dummy", "placeholder", "mock"})  # not "fake": fake quantization is real work
 _DATA_WORK = frozenset({"readback", "upload", "device_memory", "host_loop", "to_vec"})
 # "copy_into_async", "2D memcpy", "synchronize method", "pinned buffers": a claim about
 # device memory, transfers or synchronisation, whose work is the driver's (spec 4a counts
@@ -572,7 +587,7 @@ def title_topic(title: Sentence) -> Claim | None:
     # "Throw error when Cast tries to convert data types not supported": the plumbing
     # named before the case it is for.
     plumbing = _PLUMBING_HEAD.search(subject) or _PLUMBING_HEAD.search(
-        _topic_of(_BRANCH_PREFIX.sub(" ", unconditioned))
+        _topic_of(_BRANCH_PREFIX.sub(" ", _MEANS.split(unconditioned, maxsplit=1)[0]))
     )
     if not subject or plumbing or (parts and all(map(_PLUMBING_HEAD.search, parts))):
         return None
@@ -839,6 +854,17 @@ def judge(
         named = _op_functions(subject, candidates, findings, dispatched_by)
     elif claim.topic:
         named = _topic_functions(claim, subject, named, candidates, findings, code_names)
+    left_alone = _models_left_alone(claim.subject, candidates) if claim.topic and claim.line else []
+    if left_alone:
+        # "* Use flash-attn in gemma." in a squash merge whose diff leaves gemma alone: a
+        # commit's title that names a model is about that model's code, not the diff's GPU
+        # code (the pull request's own title is about the diff: "Fix llama on Metal" of
+        # the Metal kernels the model runs).
+        claim.missing = [
+            f"the claim is about {', '.join(left_alone)}, whose code the diff does not change: "
+            "it cannot be verified"
+        ]
+        return
     if claim.topic and not claim.soft and not named:
         # A title that puts its work on the GPU but whose words name none of the diff's
         # GPU code stands for all of that code ("Metal training works"); one that spells a
@@ -955,10 +981,22 @@ def judge(
         and id(f) not in switched_off
         and not _a_test_asks_for(ws, f, [{d} for d in dtypes])
     }
+    # "Fix device creation for wasm": code a native build never compiles; a test of it
+    # runs in a wasm build.
+    off_wasm = {
+        id(f)
+        for f in launchers or claim.functions
+        if _WASM.search(claim.text) and f not in untested and not _a_wasm_test_reaches(ws, f)
+    }
     about_memory = bool(_MEMORY_WORK.search(claim.subject))
     looked_for = "device allocation, copy, synchronisation, " if about_memory else ""
     for item in claim.functions:
         where = f"`{item.fn.qualname}` ({item.path}:{item.fn.fn_line})"
+        placeholder = _PLACEHOLDER_WORDS.intersection(words(f"{item.path} {item.fn.qualname}"))
+        if placeholder:
+            claim.missing.append(
+                f"{where}: a placeholder by its name (`{min(placeholder)}`), not the implementation — 4c"
+            )
         if (
             not item.evidence
             and not _evidence_of_its_op(ws, item)
@@ -1006,6 +1044,25 @@ def judge(
             )
         elif id(item) in dtypes_unused:
             claim.missing.append(f"{where}: no GPU test that reaches it uses {' or '.join(dtypes)} — 4d")
+        elif id(item) in off_wasm:
+            claim.missing.append(
+                f"{where}: no GPU test that reaches it runs on wasm (`#[wasm_bindgen_test]`) — 4d"
+            )
+
+
+_WASM = re.compile(r"\bwasm(?:32)?\b|\bweb\s*assembly\b", re.I)
+
+
+def _a_wasm_test_reaches(ws: Workspace, item: IndexedFunction) -> bool:
+    wasm_tests = [t for t in ws.functions if runs_on_wasm(t.fn) and is_test(t.fn)]
+    return bool(wasm_tests) and ws.index_of(item) in ws.reached_from(wasm_tests)
+
+
+def _models_left_alone(subject: str, candidates: list[IndexedFunction]) -> list[str]:
+    """The models of a model zoo the subject names that no changed function's path or
+    name does."""
+    places = " ".join(f"{f.path} {f.fn.qualname}".lower() for f in candidates)
+    return [m.group() for m in _MODEL_NAME.finditer(subject) if m.group().lower() not in places]
 
 
 def _unverifiable_title(kernel_sources: Sequence[str]) -> str:
@@ -1112,11 +1169,11 @@ def _named(claim: Claim, subject: list[str], candidates: list[IndexedFunction]) 
     ]
     if not _summarises(claim):
         ways.append((plain, True, lambda f: (_placed_name(f),)))
-    for words, whole_words, names_of in ways:
+    for wanted, whole_words, names_of in ways:
         named = [
             f
             for f in candidates
-            if any(names_subject(name, words, whole_words=whole_words) for name in names_of(f))
+            if any(names_subject(name, wanted, whole_words=whole_words) for name in names_of(f))
         ]
         if named:
             return named
@@ -1409,18 +1466,28 @@ def _a_test_asks_for(ws: Workspace, item: IndexedFunction, wanted: list[set[str]
     return any(asks(t) and not any(disabled_gpu_test.check(ws, t)) for t in tests)
 
 
+_TURBOFISH = re.compile(r"::\s*<[^<>]*>")  # `WarpInstruction::<Self>::ReduceSum`
+
+
 def _pattern_keys(pattern: str) -> set[str]:
     return {
         key
-        for found in _PATTERN_KEY.finditer(pattern)
+        for found in _PATTERN_KEY.finditer(_TURBOFISH.sub("", pattern))
         for key in found.groups()
         if key and key not in _NO_KEY
     }
 
 
+_WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
 def _named_in(key: str, text: str) -> bool:
-    """The key is a word of the text, whatever its case (`I64` in `1i64`)."""
-    return re.search(rf"(?<![A-Za-z]){re.escape(key)}(?![A-Za-z0-9])", text, re.I) is not None
+    """The key is a word of the text, whatever its case (`I64` in `1i64`), or its words
+    joined by underscores (the variant `AbsolutePos` as the constant `ABSOLUTE_POS`)."""
+    return any(
+        re.search(rf"(?<![A-Za-z]){re.escape(form)}(?![A-Za-z0-9])", text, re.I)
+        for form in {key, _WORD_START.sub("_", key)}
+    )
 
 
 def _spells(name: str, op: str) -> bool:

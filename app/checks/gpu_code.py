@@ -35,7 +35,7 @@ _BACKEND_PATH_WORDS = r"gpu|cuda|wgpu|metal|mps|xpu|rocm|vulkan|cudnn|cublas|ope
 # of the work, not the backend a claim names.
 _BACKEND_FAMILIES = {
     "cuda": "cuda",
-    "metal": "metal", "mps": "metal", "mtl": "metal",
+    "metal": "metal", "mps": "metal", "mtl": "metal", "msl": "metal",
     "wgpu": "wgpu", "webgpu": "wgpu", "vulkan": "wgpu", "spirv": "wgpu",
     "rocm": "rocm", "hip": "rocm", "opencl": "opencl", "ocl": "opencl",
 }  # fmt: skip
@@ -96,7 +96,7 @@ _TOOL_PATH = re.compile(
     r"|[\w-]+[-_](?:macros?|derive)/src/)"  # a procedural macro crate runs inside the compiler
 )
 TEST_ATTR = re.compile(
-    r"#\[\s*(?:\w+::)*(?:test|proptest)(?:_case)?\b|#\[\s*rstest\b|#\[\s*cfg_attr\([^)]*\btest\b"
+    r"#\[\s*(?:\w+::)*(?:test|proptest|wasm_bindgen_test)(?:_case)?\b|#\[\s*rstest\b|#\[\s*cfg_attr\([^)]*\btest\b"
 )
 BACKWARD_NAME = re.compile(r"^(?:backward|backward_\w+|\w+_backward|grad_fn|vjp|apply_grad)$")
 GPU_DEVICE_PATTERN = re.compile(
@@ -153,6 +153,14 @@ def is_support_code(fn: Function, path: str) -> bool:
     if "build" in parts[:-1] and "src" not in parts[: parts.index("build")]:
         return True  # `crates/x/build/gemm.rs`: the modules of a build script, beside `src/`
     return is_test_gated(fn.outer_attrs) or "tests" in fn.modules
+
+
+# A test that runs in a wasm build: `#[wasm_bindgen_test]`, or one compiled only for wasm.
+_WASM_TEST_ATTR = re.compile(r"wasm_bindgen_test|target_(?:family|arch)\s*=\s*\"wasm")
+
+
+def runs_on_wasm(fn: Function) -> bool:
+    return any(_WASM_TEST_ATTR.search(a) for a in (*fn.attrs, *fn.outer_attrs))
 
 
 def is_test_gated(attrs: tuple[str, ...]) -> bool:

@@ -357,7 +357,7 @@ def _test_backends(test: IndexedFunction, ws: Workspace) -> frozenset[str]:
     """The backends a GPU test runs on, by its file and name, the devices it builds, the
     functions it and its helpers call (`init_cuda_backend()`) and their messages
     (`.expect("CUDA device 0")`); empty when they name none: the test may run on any."""
-    said = [test.path, test.fn.qualname]
+    said = [test.path, test.fn.qualname, *test.fn.modules]  # cubecl-wgpu's `mod tests_msl` runs on Metal
     for item in (test, *_test_helpers(test, ws)):
         said += (s.text for s in item.fn.signals if s.kind in ("gpu_device", "gpu_acquire"))
         said += (f"{c.qualifier} {c.name}" for c in item.fn.calls)

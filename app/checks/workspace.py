@@ -82,7 +82,10 @@ def call_key(call: Call, caller: Function) -> Key | None:
     if call.qualifier:
         last = call.qualifier.rsplit("::", 1)[-1]
         if last in ("Self", "self"):
-            return ("t", caller.impl_type, call.name) if caller.impl_type else ("f", call.name)
+            if caller.impl_type:
+                return ("t", caller.impl_type, call.name)
+            # `Self::f(..)` in a trait's default method, as `self.f(..)`: the implementing type's.
+            return ("t", caller.trait, call.name) if caller.trait else ("f", call.name)
         if _TYPE_PARAMETER.fullmatch(last):
             # `B::float_add(..)`: a trait method of whatever type B is
             return None if call.name in _GENERIC_METHODS else ("g", call.name)
@@ -197,6 +200,8 @@ def definition_keys(fn: Function) -> Iterator[Key]:
         yield ("t", fn.impl_type or fn.trait, fn.name)
         if fn.trait:
             yield ("t", fn.trait, fn.name)
+        if fn.trait and not fn.impl_type:
+            yield ("d", fn.trait, fn.name)  # a default method: what a type that does not override it runs
     else:
         yield ("f", fn.name)
 
@@ -298,6 +303,7 @@ class Workspace:
         for item in self.functions:
             if not item.direct_evidence:
                 item.direct_evidence = self._external_gpu_call(item.fn)
+        _with_its_files_writers(self.functions)
         self.callers: dict[Key, list[int]] = {}  # call key -> indexes of the functions making it
         # Per crate: the aliases of GPU device types its files declare, and what they name.
         self._gpu_aliases: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -398,7 +404,29 @@ class Workspace:
                 for trait in self._traits_of(type_name):
                     if call.name in self._default_methods.get(trait, ()):
                         keys.append(("t", trait, call.name))
+        if key is not None and key[0] == "t" and key not in self.definitions:
+            # `IsNan::format(..)`: the default method of a trait of the type's.
+            keys.extend(("d", trait, key[2]) for trait in self._inherited_from(key[1], key[2]))
         return keys
+
+    def _inherited_from(self, type_name: str, method: str) -> list[str]:
+        """The traits of a type whose default method ``method`` it does not override."""
+        if not self._default_methods:
+            return []
+        return [t for t in self._traits_of(type_name) if method in self._default_methods.get(t, ())]
+
+    def _types_called_on(self, item: IndexedFunction) -> list[str]:
+        """The types whose inherited default methods the function calls by path
+        (`IsNan::format(..)`): that method's `Self::f(..)` runs the type's own `f`."""
+        return [
+            type_name
+            for call in item.fn.calls
+            if not call.is_method
+            and (type_name := call.qualifier.rsplit("::", 1)[-1])[:1].isupper()
+            and type_name != "Self"
+            and ("t", type_name, call.name) not in self.definitions
+            and self._inherited_from(type_name, call.name)
+        ]
 
     def _alias_targets(self, alias: str, caller: IndexedFunction) -> list[str]:
         """The types an alias a call names stands for: the caller's crate's alias when it
@@ -671,7 +699,9 @@ class Workspace:
         trait impls of these and of its own type bind associated types to (cubecl's test
         runs on `TestRuntime`, whose `type Server = CudaServer;` is what generic
         `ComputeClient<R::Server>` code writes to)."""
-        found = dict.fromkeys((*item.fn.constructs, *self.gpu_types_named(item)))
+        found = dict.fromkeys(
+            (*item.fn.constructs, *self.gpu_types_named(item), *self._types_called_on(item))
+        )
         frontier = [*found, *([item.fn.impl_type] if item.fn.impl_type else [])]
         while frontier:
             for bound in self._associated.get(frontier.pop(), ()):
@@ -824,13 +854,32 @@ def _kernel_sources(fn: Function, gpu_consts: frozenset[bytes]) -> frozenset[str
     return frozenset(name.decode() for name in gpu_consts.intersection(_CONST_REF.findall(fn.text)))
 
 
-# A device intrinsic in a string: the function writes kernel source (cubecl's dialects
-# write CUDA C and MSL: `write!(f, "simd_ballot({input})")`, inline PTX `elect.sync`).
+# A device intrinsic or a kernel language's own syntax in a string: the function writes
+# kernel source (cubecl's dialects write CUDA C, MSL and WGSL: `write!(f,
+# "simd_ballot({input})")`, `"nvcuda::wmma::.."`, `"bitcast<{uint}>(x)"`, inline PTX
+# `elect.sync`).
 _DEVICE_INTRINSIC = re.compile(
     r"\b(?:__shfl\w*|__syncthreads|__syncwarp|__ballot\w*|__activemask|__global__|__shared__"
+    r"|__device__|__forceinline__|__launch_bounds__|nvcuda::|threadIdx|blockIdx|blockDim|gridDim"
     r"|atomic(?:Add|Sub|Exch|CAS|Max|Min|And|Or|Xor|Inc|Dec)\b|simd_(?:ballot|shuffle\w*|sum|prefix\w*|broadcast\w*|all|any|max|min|product)"
-    r"|threadgroup_barrier|subgroup[A-Z]\w*|workgroupBarrier|elect\.sync|activemask\.b32|cp\.async|mma\.sync)"
+    r"|threadgroup_barrier|thread_position_in_grid|subgroup[A-Z]\w*|workgroupBarrier|bitcast<"
+    r"|var<(?:storage|workgroup|uniform)|elect\.sync|activemask\.b32|cp\.async|mma\.sync)"
+    r"|@(?:compute|workgroup_size)\b|\[\[kernel\]\]"
 )
+_WRITES_KERNEL_SOURCE = "writes GPU kernel source"
+
+
+def _with_its_files_writers(functions: list[IndexedFunction]) -> None:
+    """A code generator's file: a function there that writes text (`write!(f,
+    "isnan({input})")`) writes kernel source with the others that show they do, though
+    nothing of a kernel language's own is in its strings."""
+    generators = {f.path for f in functions if f.direct_evidence.startswith(_WRITES_KERNEL_SOURCE)}
+    for item in functions:
+        if not item.direct_evidence and item.path in generators and not item.support_code:
+            written = next(iter(_formatting_calls(item.fn)), None)
+            if written is not None:
+                line = item.fn.line_of(written.offset)
+                item.direct_evidence = f"{_WRITES_KERNEL_SOURCE} (in a code generator's file) at line {line}"
 
 
 def _direct_evidence(fn: Function, kernel_consts: frozenset[str]) -> str:
@@ -847,7 +896,7 @@ def _direct_evidence(fn: Function, kernel_consts: frozenset[str]) -> str:
     for literal in fn.literals:
         intrinsic = _DEVICE_INTRINSIC.search(literal.text)
         if intrinsic:
-            return f"writes GPU kernel source (`{intrinsic.group()}`) at line {fn.line_of(literal.offset)}"
+            return f"{_WRITES_KERNEL_SOURCE} (`{intrinsic.group()}`) at line {fn.line_of(literal.offset)}"
     if kernel_consts:
         for m in _CONST_REF.finditer(fn.text):
             name = m.group().decode()
