@@ -3916,6 +3916,10 @@ def test_a_placeholder_by_its_name_does_not_back_a_claim() -> None:
     (claim,) = run_review(files, body="", title="Feat/full cuda scale kernel").claims
     assert not claim.backed
     assert "a placeholder by its name (`dummy`)" in claim.missing[0]
+    # candle's `dummy_cuda_backend.rs` beside the real backend: the claim is the real one's.
+    beside = {**files, "cuda/src/scale.rs": KERNEL}
+    (claim,) = run_review(beside, body="", title="Feat/full cuda scale kernel").claims
+    assert claim.backed, claim.missing
 
 
 def test_a_code_generator_writing_device_intrinsics_is_gpu_work_its_tests_reach() -> None:
@@ -3956,10 +3960,10 @@ def test_a_code_generator_writing_device_intrinsics_is_gpu_work_its_tests_reach(
     ], [c.missing for c in claims]
 
 
-def test_a_code_generators_text_writers_write_kernel_source() -> None:
-    # cubecl's C++ dialect: `IsNan::format_scalar` writes `isnan(..)`, no intrinsic of
-    # its own, in the file whose other writers write CUDA C (`nvcuda::wmma::..`); it runs
-    # through the default method `Unary::format` that `Instruction`'s `Display` calls.
+def test_a_generator_writing_a_kernel_languages_syntax_writes_kernel_source() -> None:
+    # cubecl's WGSL dialect: `IsNan::format_scalar` writes `bitcast<u32>(..)`, WGSL's own
+    # syntax; it runs through the default method `Unary::format` that `Instruction`'s
+    # `Display` calls.
     files = {
         "cg/src/unary.rs": """
             pub trait Unary {
@@ -3969,16 +3973,10 @@ def test_a_code_generators_text_writers_write_kernel_source() -> None:
                 }
                 fn format_scalar(f: &mut std::fmt::Formatter<'_>, input: &str) -> std::fmt::Result;
             }
-            pub struct Tf32Cast;
-            impl Unary for Tf32Cast {
-                fn format_scalar(f: &mut std::fmt::Formatter<'_>, input: &str) -> std::fmt::Result {
-                    write!(f, "nvcuda::wmma::__float_to_tf32({input})")
-                }
-            }
             pub struct IsNan;
             impl Unary for IsNan {
                 fn format_scalar(f: &mut std::fmt::Formatter<'_>, input: &str) -> std::fmt::Result {
-                    write!(f, "isnan({input})")
+                    write!(f, "(bitcast<u32>({input}) & 0x7fffffffu) > 0x7f800000u")
                 }
             }
             """,
@@ -3997,20 +3995,20 @@ def test_a_code_generators_text_writers_write_kernel_source() -> None:
         "cg/src/compiler.rs": """
             pub fn compile_isnan(input: &str) -> String {
                 let instruction = Instruction::IsNan { input: input.to_string() };
-                format!("extern \\"C\\" void k() {{ {instruction}; }}")
+                format!("fn k() {{ {instruction}; }}")
             }
             """,
         "tests/gpu.rs": """
             #[test]
-            fn isnan_on_cuda() {
-                let dev = CudaDevice::new(0).unwrap();
-                dev.load_ptx(compile_ptx(compile_isnan("x")).unwrap(), "k", &["k"]).unwrap();
+            fn isnan_on_wgpu() {
+                let (device, _queue) = pollster::block_on(adapter().request_device(&Default::default(), None)).unwrap();
+                device.create_shader_module(wgsl(compile_isnan("x")));
             }
             """,
     }
-    touched = {"cg/src/unary.rs": frozenset(range(19, 25))}
+    touched = {"cg/src/unary.rs": frozenset(range(9, 15))}
     sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
-    claims = review(sources, RepoConfig(), touched, "[cuda] Add the IsNan op", "").claims
+    claims = review(sources, RepoConfig(), touched, "[wgpu] Add the IsNan op", "").claims
     assert [(c.backed, [f.fn.qualname for f in c.functions]) for c in claims] == [
         (True, ["IsNan::format_scalar"])
     ], [(c.subject, c.missing) for c in claims]

@@ -891,6 +891,9 @@ def judge(
     # sums on the host is the fake GPU function the claim hides.
     with_evidence = [f for f in named if f.evidence or _detours_here(f, held)]
     claim.functions = with_evidence or [f for f in named if f.claim] or named
+    # candle's `dummy_cuda_backend.rs` stands in for the CUDA backend in a build without
+    # it: the claim is about the real one, when the diff changes that too.
+    claim.functions = [f for f in claim.functions if not _placeholder_word(f)] or claim.functions
     if claim.soft and claim.line == 0 and not DEVICE_WORD.search(claim.text):
         # A title's "fused single-pass sigmoid/tanh kernels" of host code: kernels of the
         # CPU (a list under a head takes the head's word for the place of its work). Nor
@@ -992,10 +995,10 @@ def judge(
     looked_for = "device allocation, copy, synchronisation, " if about_memory else ""
     for item in claim.functions:
         where = f"`{item.fn.qualname}` ({item.path}:{item.fn.fn_line})"
-        placeholder = _PLACEHOLDER_WORDS.intersection(words(f"{item.path} {item.fn.qualname}"))
+        placeholder = _placeholder_word(item)
         if placeholder:
             claim.missing.append(
-                f"{where}: a placeholder by its name (`{min(placeholder)}`), not the implementation — 4c"
+                f"{where}: a placeholder by its name (`{placeholder}`), not the implementation — 4c"
             )
         if (
             not item.evidence
@@ -1056,6 +1059,12 @@ _WASM = re.compile(r"\bwasm(?:32)?\b|\bweb\s*assembly\b", re.I)
 def _a_wasm_test_reaches(ws: Workspace, item: IndexedFunction) -> bool:
     wasm_tests = [t for t in ws.functions if runs_on_wasm(t.fn) and is_test(t.fn)]
     return bool(wasm_tests) and ws.index_of(item) in ws.reached_from(wasm_tests)
+
+
+def _placeholder_word(item: IndexedFunction) -> str:
+    """The word of the function's file or name that says it stands in for the real
+    thing (`dummy`), "" when none does."""
+    return min(_PLACEHOLDER_WORDS.intersection(words(f"{item.path} {item.fn.qualname}")), default="")
 
 
 def _models_left_alone(subject: str, candidates: list[IndexedFunction]) -> list[str]:

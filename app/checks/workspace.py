@@ -303,7 +303,6 @@ class Workspace:
         for item in self.functions:
             if not item.direct_evidence:
                 item.direct_evidence = self._external_gpu_call(item.fn)
-        _with_its_files_writers(self.functions)
         self.callers: dict[Key, list[int]] = {}  # call key -> indexes of the functions making it
         # Per crate: the aliases of GPU device types its files declare, and what they name.
         self._gpu_aliases: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -866,20 +865,6 @@ _DEVICE_INTRINSIC = re.compile(
     r"|var<(?:storage|workgroup|uniform)|elect\.sync|activemask\.b32|cp\.async|mma\.sync)"
     r"|@(?:compute|workgroup_size)\b|\[\[kernel\]\]"
 )
-_WRITES_KERNEL_SOURCE = "writes GPU kernel source"
-
-
-def _with_its_files_writers(functions: list[IndexedFunction]) -> None:
-    """A code generator's file: a function there that writes text (`write!(f,
-    "isnan({input})")`) writes kernel source with the others that show they do, though
-    nothing of a kernel language's own is in its strings."""
-    generators = {f.path for f in functions if f.direct_evidence.startswith(_WRITES_KERNEL_SOURCE)}
-    for item in functions:
-        if not item.direct_evidence and item.path in generators and not item.support_code:
-            written = next(iter(_formatting_calls(item.fn)), None)
-            if written is not None:
-                line = item.fn.line_of(written.offset)
-                item.direct_evidence = f"{_WRITES_KERNEL_SOURCE} (in a code generator's file) at line {line}"
 
 
 def _direct_evidence(fn: Function, kernel_consts: frozenset[str]) -> str:
@@ -896,7 +881,7 @@ def _direct_evidence(fn: Function, kernel_consts: frozenset[str]) -> str:
     for literal in fn.literals:
         intrinsic = _DEVICE_INTRINSIC.search(literal.text)
         if intrinsic:
-            return f"{_WRITES_KERNEL_SOURCE} (`{intrinsic.group()}`) at line {fn.line_of(literal.offset)}"
+            return f"writes GPU kernel source (`{intrinsic.group()}`) at line {fn.line_of(literal.offset)}"
     if kernel_consts:
         for m in _CONST_REF.finditer(fn.text):
             name = m.group().decode()
