@@ -3263,8 +3263,6 @@ def test_a_title_that_adds_a_device_says_which() -> None:
         "Add Metal dependencies (optional)",
         "feat: add gpu memory tracking metrics",  # what is measured of the GPU
         "Add CUDA kernel launch counters",
-        "feat(common): add ComptimeFloat and Ratio for hashable comptime kernel params",
-        "Propagate kernel name via KernelSettings",  # the plumbing, then the means
     ],
 )
 def test_a_line_about_tooling_or_plumbing_of_gpu_code_claims_nothing(line: str) -> None:

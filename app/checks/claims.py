@@ -373,8 +373,7 @@ _PLUMBING_HEAD = re.compile(
     r"|compilation|(?:error|exception)\s+handling|dependenc\w+|deps"
     r"|builders?|(?:architecture|arch)\s+(?:suffix\w*|names?|lists?)"
     r"|structure|structs?|enums?|scaffold\w*|skeleton|boilerplate"
-    r"|constraints?|(?:trait\s+)?bounds"  # "fixup gpu constraints": a type's bounds
-    r"|params|parameters)\W*$"  # "add ComptimeFloat for hashable comptime kernel params": their types
+    r"|constraints?|(?:trait\s+)?bounds)\W*$"  # "fixup gpu constraints": a type's bounds
     # "cuda mod and poc", "fix(gpu): compile"; a backend's compiler is GPU work (it writes the kernels)
     r"|^\W*(?:mods?|modules?|pocs?|compil(?!ers?\b)\w*|build(?:s|ing)?)\W*$"
     r"|^\W*building\s"  # "support for building libtorch with CUDA": a build option
@@ -389,8 +388,6 @@ _REPLACED = re.compile(r"\s+(?:instead\s+of|rather\s+than)\b.*", re.I)
 _CONDITION = re.compile(
     r"\s+(?:when|if|unless|whenever|where|with\s+(?:the\s+)?[\w-]+\s+(?:disabled|enabled))\b.*", re.I
 )  # "Fix burn-cubecl with autotune disabled": the setting a fix is for
-# "Propagate kernel name via KernelSettings": the means of the work, after what it is.
-_MEANS = re.compile(r"\s+(?:via|through)\s.*", re.I)
 # A topic that is only a model of a model zoo ("Implement Llama 4!", "support Qwen 3.5
 # model family", "Add LFM2.5 (Liquid Foundation Model 2.5) support"): its layers are the
 # framework's ops, and a title that names no device or kernel claims the model, not GPU
@@ -587,7 +584,7 @@ def title_topic(title: Sentence) -> Claim | None:
     # "Throw error when Cast tries to convert data types not supported": the plumbing
     # named before the case it is for.
     plumbing = _PLUMBING_HEAD.search(subject) or _PLUMBING_HEAD.search(
-        _topic_of(_BRANCH_PREFIX.sub(" ", _MEANS.split(unconditioned, maxsplit=1)[0]))
+        _topic_of(_BRANCH_PREFIX.sub(" ", unconditioned))
     )
     if not subject or plumbing or (parts and all(map(_PLUMBING_HEAD.search, parts))):
         return None
@@ -1057,6 +1054,7 @@ _WASM = re.compile(r"\bwasm(?:32)?\b|\bweb\s*assembly\b", re.I)
 
 
 def _a_wasm_test_reaches(ws: Workspace, item: IndexedFunction) -> bool:
+    """A test that runs in a wasm build reaches the function."""
     wasm_tests = [t for t in ws.functions if runs_on_wasm(t.fn) and is_test(t.fn)]
     return bool(wasm_tests) and ws.index_of(item) in ws.reached_from(wasm_tests)
 
