@@ -2682,6 +2682,10 @@ _WGPU_UNTESTED = {
     "src/context.rs": _WGPU_CONTEXT,
     "src/ops.rs": _WGPU_SOFTMAX.replace("CREATE", "let context = 1;"),
 }
+_WGPU_TESTED = {
+    "src/context.rs": _WGPU_CONTEXT,
+    "src/ops.rs": _WGPU_SOFTMAX.replace("CREATE", "let context = create_context()?;"),
+}
 
 
 @pytest.mark.parametrize(
@@ -2700,29 +2704,20 @@ def test_a_shader_is_gpu_code_like_a_kernel(title: str, expected: list[tuple[str
 def test_a_claim_about_wasm_needs_a_test_that_runs_on_wasm() -> None:
     # A native GPU test never compiles the code a wasm build runs (cubecl's
     # `#[cfg(target_family = "wasm")]` device setup).
-    files = {
-        "src/context.rs": _WGPU_CONTEXT,
-        "src/ops.rs": _WGPU_SOFTMAX.replace("CREATE", "let context = create_context()?;"),
-    }
-    (claim,) = run_review(files, body="", title="Fix the wgpu softmax shader on wasm").claims
+    title = "Fix the wgpu softmax shader on wasm"
+    (claim,) = run_review(_WGPU_TESTED, body="", title=title).claims
     assert not claim.backed
     assert "no GPU test that reaches it runs on wasm" in claim.missing[0]
-    on_wasm = files["src/ops.rs"].replace("#[test]", "#[wasm_bindgen_test]")
-    (claim,) = run_review(
-        {**files, "src/ops.rs": on_wasm}, body="", title="Fix the wgpu softmax shader on wasm"
-    ).claims
+    on_wasm = _WGPU_TESTED["src/ops.rs"].replace("#[test]", "#[wasm_bindgen_test]")
+    (claim,) = run_review({**_WGPU_TESTED, "src/ops.rs": on_wasm}, body="", title=title).claims
     assert claim.backed, claim.missing
 
 
 def test_a_squash_merges_item_about_a_model_the_diff_leaves_alone_is_unverifiable() -> None:
     # "* Use flash-attn in gemma." lists a commit whose work is not in this diff; the
     # pull request's title names the tested shader the diff changes.
-    files = {
-        "src/context.rs": _WGPU_CONTEXT,
-        "src/ops.rs": _WGPU_SOFTMAX.replace("CREATE", "let context = create_context()?;"),
-    }
     body = "* Use flash-attn in gemma.\n\n* Fix the wgpu softmax shader."
-    found = run_review(files, body=body, title="Fix the wgpu softmax shader (#2274)")
+    found = run_review(_WGPU_TESTED, body=body, title="Fix the wgpu softmax shader (#2274)")
     assert [(c.subject, c.backed) for c in found.claims] == [("softmax", True), ("flash-attn gemma", False)]
     assert "about gemma, whose code the diff does not change" in found.claims[1].missing[0]
 
@@ -3188,11 +3183,7 @@ _WGPU_LOGSUMEXP = _WGPU_SOFTMAX.split("#[cfg(test)]")[0].replace("softmax", "log
 
 @pytest.mark.parametrize("logsumexp_is_new", [True, False])
 def test_a_title_over_several_launchers_needs_a_gpu_test_of_each_one_it_adds(logsumexp_is_new: bool) -> None:
-    files = {
-        "src/context.rs": _WGPU_CONTEXT,
-        "src/ops.rs": _WGPU_SOFTMAX.replace("CREATE", "let context = create_context()?;"),
-        "src/extra.rs": _WGPU_LOGSUMEXP,
-    }
+    files = {**_WGPU_TESTED, "src/extra.rs": _WGPU_LOGSUMEXP}
     sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
     touched = {path: frozenset(range(1, code.count("\n") + 2)) for path, code in files.items()}
     if not logsumexp_is_new:  # the diff only changes its workgroup size
