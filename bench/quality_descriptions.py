@@ -51,8 +51,10 @@ kinds of case:
   ``heldout83_mistral`` (13 commits: every candidate left);
   huggingface/candle, tracel-ai/burn and tracel-ai/cubecl again for
   ``heldout84_candle``, ``heldout85_burn`` and ``heldout86_cubecl``, again for
-  ``heldout87_candle``, ``heldout88_burn`` and ``heldout89_cubecl``, and again for
-  ``heldout90_candle``, ``heldout91_burn`` and ``heldout92_cubecl``;
+  ``heldout87_candle``, ``heldout88_burn`` and ``heldout89_cubecl``, again for
+  ``heldout90_candle``, ``heldout91_burn`` and ``heldout92_cubecl``, and again for
+  ``heldout93_candle`` (16 commits: every candidate left), ``heldout94_burn`` and
+  ``heldout95_cubecl``;
   a file the mirror lacks, such as a large compiled ``.ptx``, is left out of the case's
   tree with a note on stderr). The description is the commit message (read from the git
   dir at run time, never stored in this repository; a GitHub merge commit's body is the
