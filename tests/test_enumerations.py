@@ -243,3 +243,24 @@ def test_a_slash_list_within_a_phrase_of_an_aside_names_variants_not_ops() -> No
     assert [name for name, _ in found] == ["add", "sub", "mul"]
     found = enumerated_subjects("Vectorised GPU loads for add/sub/mul kernels.", False)
     assert [name for name, _ in found] == ["add", "sub", "mul"]
+
+
+def test_a_count_of_gpu_fixes_then_their_names_claims_each() -> None:
+    # candle's "Fix two cuda bugs (matmul and where_cond)": two claims, the one whose
+    # function the diff does not change among them.
+    assert enumerated_subjects("Fix two cuda bugs (matmul and where_cond).", False) == [
+        ("matmul", False),
+        ("where_cond", False),
+    ]
+    assert enumerated_subjects("Fix 3 metal bugs (gather, scatter & index_add)", False) == [
+        ("gather", False),
+        ("scatter", False),
+        ("index_add", False),
+    ]
+    found = run_review(
+        {"cuda/src/scale.rs": KERNEL, "tests/gpu.rs": GPU_TEST},
+        body="",
+        title="Fix two cuda bugs (matmul and scale)",
+    )
+    assert [(c.subject, c.backed) for c in found.claims] == [("matmul", False), ("scale", True)]
+    assert enumerated_subjects("Fix two bugs (matmul and where_cond).", False) == []  # of no GPU

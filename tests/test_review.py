@@ -3856,11 +3856,16 @@ def test_an_integer_type_a_count_overflows_is_no_dtype_a_test_must_use() -> None
 
 @pytest.mark.parametrize(
     "title",
-    ["Polish a bit the cuda kernel loading.", "Specific cache dir for the cuda scale build artifacts."],
+    [
+        "Polish a bit the cuda kernel loading.",
+        "Specific cache dir for the cuda scale build artifacts.",
+        "Add cuda recursion limit note",  # burn's "Fix/docs" squash: "* Add wgpu recursion limit note"
+    ],
 )
-def test_polish_or_a_build_cache_is_upkeep(title: str) -> None:
+def test_polish_a_build_cache_or_a_note_is_upkeep(title: str) -> None:
     files = {"cuda/src/scale.rs": KERNEL.replace("gpu_scale", "gpu_scale_untested")}
     assert run_review(files, body="", title=title).claims == []
+    assert run_review(files, body=f"* {title}\n* Increase recursion limit", title="Fix/docs").claims == []
 
 
 def test_the_tests_a_template_writes_out_through_paste_are_tests_where_it_is_invoked() -> None:
@@ -4001,3 +4006,150 @@ def test_a_generator_writing_a_kernel_languages_syntax_writes_kernel_source() ->
     assert [(c.backed, [f.fn.qualname for f in c.functions]) for c in claims] == [
         (True, ["IsNan::format_scalar"])
     ], [(c.subject, c.missing) for c in claims]
+
+
+# cubecl's runtime tests: a macro writes out each test routine under the name its first
+# argument gives, and a template writes out the `#[test]`s that call them through a
+# macro of its own (`add_test!`), whose argument names both.
+_NAMED_ROUTINE = """
+    macro_rules! test_scale_impl {
+        ($test_name:ident, $factor:expr) => {
+            pub fn $test_name() {
+                let mut x = vec![$factor; 4];
+                gpu_scale(&mut x, &DeviceContext::default()).unwrap();
+            }
+        };
+    }
+
+    test_scale_impl!(test_scale, 2.0f32);
+
+    #[macro_export]
+    macro_rules! testgen_scale {
+        () => {
+            mod scale {
+                macro_rules! add_test {
+                    ($test_name:ident) => {
+                        #[test]
+                        fn $test_name() {
+                            scale_core::runtime_tests::$test_name();
+                        }
+                    };
+                }
+
+                add_test!(test_scale);
+            }
+        };
+    }
+    """
+
+
+def test_a_routine_and_a_test_a_macro_names_by_its_argument_reach_the_kernel() -> None:
+    files = {
+        "scale-core/src/lib.rs": _FFI_SCALE,
+        "scale-core/src/runtime_tests.rs": _NAMED_ROUTINE,
+        "scale-bn254/src/lib.rs": "#[cfg(test)]\nmod tests { scale_core::testgen_scale!(); }\n",
+    }
+    assert claims_of("Implemented scale on the GPU.", files) == [("scale", True)]
+    sources = [SourceFile(path, extract(textwrap.dedent(code).encode())) for path, code in files.items()]
+    ws = Workspace(sources, RepoConfig())
+    tests = [f for f in ws.functions if gpu_code.is_test(f.fn)]
+    assert [(t.path, t.fn.name) for t in tests] == [("scale-bn254/src/lib.rs", "test_scale")]
+    # The routine as written is named after its macro, and reached through the one it writes out.
+    reached = {ws.functions[i].fn.qualname for i in ws.reached_from(tests)}
+    assert {"test_scale", "test_scale_impl!", "gpu_scale"} <= reached, reached
+
+
+def test_a_cube_kernels_expand_function_is_the_kernel() -> None:
+    # burn's first cube kernel: `#[cube] fn kernel` is compiled through `kernel_expand(..)`.
+    code = """
+        #[cube]
+        fn kernel<F: Float>(input: &Tensor<F>, output: &mut Tensor<F>) {
+            output[ABSOLUTE_POS] = input[ABSOLUTE_POS] * F::new(2.0);
+        }
+
+        impl<E: FloatElement> ScaleShader<E> {
+            fn expand(self, context: &mut CubeContext) {
+                kernel_expand::<E::CubeElement>(context, self.input, self.output)
+            }
+        }
+        """
+    ws = Workspace([SourceFile("src/kernel/scale.rs", extract(textwrap.dedent(code).encode()))], RepoConfig())
+    (expand,) = [f for f in ws.functions if f.fn.name == "expand"]
+    assert {ws.functions[i].fn.qualname for i in ws.reached_from([expand])} == {
+        "ScaleShader::expand",
+        "kernel",
+    }
+
+
+# candle's CUDA conv2d without cuDNN: the diff makes it run the existing `Im2Col` kernel.
+_IM2COL = """
+pub struct Im2Col { k: usize }
+impl Im2Col {
+    pub fn cols(&self, x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> { gpu_scale(x, dev) }
+}
+#[cfg(not(feature = "cudnn"))]
+pub fn conv2d(x: &CudaSlice<f32>, dev: &CudaDevice) -> Result<(), GpuError> {
+    Im2Col { k: 3 }.cols(x, dev)
+}
+"""
+_IM2COL_TEST = GPU_TEST.replace("gpu_scale(&x, &dev)", "conv2d(&x, &dev)")
+
+
+def test_a_claim_naming_a_type_is_about_the_changed_code_that_builds_one() -> None:
+    files = {"src/cuda_backend.rs": textwrap.dedent(KERNEL) + _IM2COL, "tests/conv.rs": _IM2COL_TEST}
+    conv2d_lines = frozenset(range(12, 15))
+    (claim,) = _claims_of_lines(
+        files, {"src/cuda_backend.rs": conv2d_lines}, "Add Im2Col support on the gpu side."
+    )
+    assert [f.fn.qualname for f in claim.functions] == ["conv2d"]
+    assert claim.backed, claim.missing
+
+
+@pytest.mark.parametrize(
+    ("cfg", "cpu_build"),
+    [
+        ('#[cfg(not(feature = "cuda"))]', True),
+        ('#[cfg(not(feature = "cudnn"))]', False),  # CUDA without cuDNN
+        ('#[cfg(all(feature = "cuda", not(feature = "nccl")))]', False),
+        ('#[cfg(not(any(feature = "cudnn", feature = "metal")))]', True),
+    ],
+)
+def test_an_item_built_without_a_gpu_library_is_no_cpu_build(cfg: str, cpu_build: bool) -> None:
+    assert gpu_code.is_cpu_build((cfg,)) == cpu_build
+
+
+def test_a_title_that_rejects_an_input_claims_no_gpu_work() -> None:
+    # cubecl's "fix: reject unsupported kernel argument types instead of panicking"
+    files = {"cuda/src/scale.rs": KERNEL.replace("gpu_scale", "gpu_scale_untested")}
+    title = "fix: reject unsupported cuda kernel argument types instead of panicking"
+    assert run_review(files, body="", title=title).claims == []
+    assert run_review(files, body="", title="fix: reject-free cuda kernel arguments").claims != []
+
+
+def test_a_claim_about_webgpu_needs_a_test_in_a_browser_unless_the_backend_is_named_so() -> None:
+    # cubecl's "Fix for weird subgroups on WebGPU": the browser's API, which no native test runs.
+    title = "Fix the softmax shader on WebGPU"
+    (claim,) = run_review(_WGPU_TESTED, body="", title=title).claims
+    assert not claim.backed
+    assert "no GPU test that reaches it runs on wasm" in claim.missing[0]
+    # dfdx's `Webgpu` device implements the ops natively: its name is no browser.
+    device = "pub struct Webgpu;\nimpl Webgpu { fn a(&self) {} fn b(&self) {} fn c(&self) {} }\n"
+    (claim,) = run_review({**_WGPU_TESTED, "src/device.rs": device}, body="", title=title).claims
+    assert claim.backed, claim.missing
+
+
+def test_a_claim_naming_a_folder_of_gpu_code_is_about_the_code_in_it() -> None:
+    # burn's "Migrate wgsl index shaders to gpu representation": `kernel/index/select.rs`.
+    files = {"src/kernel/index/select.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
+    body = "Migrate wgsl index shaders to gpu representation."
+    assert claims_of(body, files) == [("wgsl index", True)]
+
+
+def test_a_title_of_fixes_under_a_backends_label_is_about_that_backend() -> None:
+    # cubecl's "[metal] Some fixes": as "Metal fixes", about the diff's Metal code.
+    files = {"cuda/src/scale.rs": KERNEL}
+    for title in ("[cuda] Some fixes (#566)", "Cuda fixes"):
+        (claim,) = run_review(files, body="", title=title).claims
+        assert (claim.subject.lower(), claim.backed) == ("cuda backend", False)
+    (claim,) = run_review({**files, "tests/gpu.rs": GPU_TEST}, body="", title="[cuda] Some fixes").claims
+    assert claim.backed, claim.missing

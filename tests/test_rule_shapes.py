@@ -707,8 +707,9 @@ def test_a_function_a_template_writes_out_does_not_expand_the_macros_it_invokes(
         }
         """
     (template,) = extract(code).functions
-    # `$name` is unbound where the template is written: `upload!` is expanded where it is used
-    assert template.name == "_name"
+    # `$name` is unbound where the template is written (the function is named after its
+    # macro): `upload!` is expanded where it is used
+    assert template.name == "define_portable!"
     assert template.calls == []
 
 

@@ -312,7 +312,7 @@ _UPKEEP = re.compile(
     r"|\bbuild\s+(?:artifacts?|outputs?|cache)\b|\bcache\s+dir(?:s|ectory|ectories)?\b"
     rf"|\b(?:{BACKENDS})\s+v?\d+\.\d+"  # "Support CUDA 12.9 and 13.0": a toolkit's release
     r"|\bcuda[-_ ]?\d{4,5}\b"  # "Make cuda 12080 optional": 12.8 as cudarc's features spell it
-    r"|\b(?:refactor\w*|polish\w*|cleanup|version|revisions?|submodules?|msrv|toolchains?|xcode|deps|dependenc\w+|readme|changelog|typos?|clippy|lints?"
+    r"|\b(?:refactor\w*|polish\w*|cleanup|version|revisions?|submodules?|msrv|toolchains?|xcode|deps|dependenc\w+|readme|changelog|notes?|typos?|clippy|lints?"
     r"|exports?|re-?exports?|import(?:s|ing|er)?|naming|bench\w*|fuzz\w*|ci|logging|warn(?:ings?|s)?|macros?"
     r"|simplif\w*|unif\w*|renam\w*|docs?|documentation|docker\w*|debug\w*"
     r"|cargo|rerun-if-changed|when\s+(?:building|compiling)|(?:static\s+)?linking"
@@ -405,6 +405,8 @@ _ONLY_A_MODEL = re.compile(
     r"|[\s\-.,&!()])+",
     re.I,
 )
+# "reject unsupported kernel argument types": an input turned away, no work done on it.
+_REJECTS = re.compile(r"\s*(?:reject|refus)\w*\s", re.I)
 # A topic that is only the case a fix is for ("when running"); "where" is an op too.
 _CASE_ONLY = re.compile(r"(?:when|if|unless|whenever)\s", re.I)
 # "prevent u32 overflow", "u64 offsets": an integer type as the width of a count or an
@@ -572,10 +574,15 @@ def title_topic(title: Sentence) -> Claim | None:
     if _UPKEEP.search(text) or HOST_WORD.search(said) or _NOT_A_CLAIM.search(unconditioned):
         return None
     unlabelled = _BRANCH_PREFIX.sub(" ", said)
+    if _REJECTS.match(unlabelled):
+        return None
     subject = _topic_of(unlabelled)
     if _CASE_ONLY.match(subject) and not _BACKEND_NAME.search(unconditioned):
         return None  # "Fix when running on the gpu": it names only the case a fix is for
-    backend = _BACKEND_NAME.search(unlabelled)
+    # "[metal] Some fixes": with nothing else named, the label's backend is the topic of
+    # the words after it ("[Metal]" alone says nothing).
+    words_after_label = re.search(r"[a-z]", unlabelled, re.I) is not None
+    backend = _BACKEND_NAME.search(said if words_after_label and not subject else unlabelled)
     if backend and not subject:
         subject = f"{backend.group()} backend"  # "added cuda support", "Fixing metal backend."
     elif backend and subject.lower() in ("device", "devices"):
@@ -721,6 +728,9 @@ def _list_kind(sentence: Sentence) -> str:
     return ""
 
 
+_A_DOCUMENT = re.compile(r"\b(?:notes?|readme|docs?|documentation|changelog)$", re.I)
+
+
 def _clause_claims(clause: str, line: int) -> list[Claim]:
     """The claims of the first shape that names something, then those of the list
     items after it ("X PTX kernel + Y GPU path", "X kernels, Y GPU inference")."""
@@ -749,7 +759,8 @@ def _clause_claims(clause: str, line: int) -> list[Claim]:
                 phrase += listed.group()
                 end = max(end, listed.end())
             direction = groups.get("dir") or groups.get("dir2") or ""
-            subjects = _subjects(phrase)
+            # "Add wgpu recursion limit note": a document about the backend, no work on it.
+            subjects = [s for s in _subjects(phrase) if not _A_DOCUMENT.search(s)]
             if direction and subjects:
                 subjects = [f"{s} {direction}" for s in subjects]
             if subjects:  # a shape that names nothing leaves the clause to the next one
@@ -878,6 +889,8 @@ def judge(
             claim.soft = True
     if not (named or claim.topic or claim.soft):
         named = _partly_named(subject, candidates, findings)
+    if not (named or claim.topic or claim.soft):
+        named = _building(subject, candidates) or _in_a_folder_named(subject, candidates, findings)
     if not (named or claim.topic or claim.soft) and (place := _PLACE.search(claim.text)):
         # "Add shape validation and edge case guard in cubecl irfft": the subject is
         # what was done, and the place names the code it was done in.
@@ -982,11 +995,16 @@ def judge(
         and not _a_test_asks_for(ws, f, [{d} for d in dtypes])
     }
     # "Fix device creation for wasm": code a native build never compiles; a test of it
-    # runs in a wasm build.
+    # runs in a wasm build. So does "Fix for weird subgroups on WebGPU": WebGPU is the
+    # browser's API, unless the workspace's native backend goes by that name (dfdx's
+    # `Webgpu` device).
+    in_a_browser = bool(_WASM.search(claim.text)) or bool(
+        _WEBGPU.search(claim.text) and not _a_backend_named_webgpu(ws)
+    )
     off_wasm = {
         id(f)
         for f in launchers or claim.functions
-        if _WASM.search(claim.text) and f not in untested and not _a_wasm_test_reaches(ws, f)
+        if in_a_browser and f not in untested and not _a_wasm_test_reaches(ws, f)
     }
     about_memory = bool(_MEMORY_WORK.search(claim.subject))
     looked_for = "device allocation, copy, synchronisation, " if about_memory else ""
@@ -1051,6 +1069,14 @@ def judge(
 
 
 _WASM = re.compile(r"\bwasm(?:32)?\b|\bweb\s*assembly\b", re.I)
+_WEBGPU = re.compile(r"\bweb-?gpu\b", re.I)
+_MOST_METHODS_OF_A_MARKER = 2  # cubecl's `WebGpu` graphics API only says which backend wgpu picks
+
+
+def _a_backend_named_webgpu(ws: Workspace) -> bool:
+    """The workspace's own backend type is named `Webgpu`: it implements the ops."""
+    methods = sum(1 for f in ws.functions if f.fn.impl_type.lower() == "webgpu")
+    return methods > _MOST_METHODS_OF_A_MARKER
 
 
 def _a_wasm_test_reaches(ws: Workspace, item: IndexedFunction) -> bool:
@@ -1185,6 +1211,30 @@ def _named(claim: Claim, subject: list[str], candidates: list[IndexedFunction]) 
         if named:
             return named
     return []
+
+
+def _building(subject: list[str], candidates: list[IndexedFunction]) -> list[IndexedFunction]:
+    """The changed functions that build a value of the type the claim names: "Add
+    Im2Col support on the gpu side" of `CudaStorage::conv2d`, which now runs
+    `Im2Col { .. }.map(..)`, is where that support was added."""
+    return [f for f in candidates if any(subject_words(t) == subject for t in f.fn.constructs)]
+
+
+def _in_a_folder_named(
+    subject: list[str], candidates: list[IndexedFunction], findings: list[Finding]
+) -> list[IndexedFunction]:
+    """The diff's GPU code in the folder a subject word names, when no function's name
+    does: "Migrate wgsl index shaders to gpu representation" is about burn's
+    `kernel/index/` (`repeat.rs`, `select.rs`, ..)."""
+    work = _gpu_code(candidates, findings)
+    best: list[IndexedFunction] = []
+    for word in subject:
+        if len(word) < 4:
+            continue
+        inside = [f for f in work if word in f.path.lower().split("/")[:-1]]
+        if inside and (not best or len(inside) < len(best)):
+            best = inside
+    return best
 
 
 def _partly_named(

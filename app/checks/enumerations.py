@@ -45,6 +45,12 @@ _HEAD_DONE = re.compile(
 # "8 mixed-precision PTX kernels covering add/mul/div": a counted set of kernels whose
 # members the list names, each one claimed.
 _COUNTED_KERNELS = re.compile(r"\b\d+\s+(?:[\w-]+\s+){0,3}?(?:kernels|ops)\s+(?:covering|for)\s*$", re.I)
+# "Fix two cuda bugs (matmul and where_cond)": a count of things, then each one named.
+_COUNTED_PARENTHETICAL = re.compile(
+    r"(?P<head>\b(?:two|three|four|five|\d+)\s+(?:[\w-]+\s+){0,2}?(?:bugs|fixes|kernels|ops|shaders|issues))"
+    rf"\s*\((?P<items>{_NAME}(?:\s*(?:,|\band\b|&)\s*{_NAME})+)\)",
+    re.I,
+)
 # Besides what is not done work at all, a list of examples or of CPU work.
 _NOT_DONE = re.compile(rf"{NOT_DONE_WORK.pattern}|\b(?:{HOST_WORDS}|e\.g|such as|like)\b", re.I)
 # "feat(gpu,serialize,llama): ": the scopes of a conventional commit are no list of ops.
@@ -87,6 +93,10 @@ def enumerated_subjects(text: str, head_about_gpu: bool) -> list[tuple[str, bool
     the sentence is an item of a list whose head speaks of the GPU."""
     found: dict[str, bool] = {}
     text = _COMMIT_PREFIX.sub("", text)
+    for counted in _COUNTED_PARENTHETICAL.finditer(text):
+        if GPU_WORD.search(counted.group("head")):
+            for name in _items(counted.group("items")):
+                found.setdefault(name, False)
     for listing in (*_COMMA_LIST.finditer(text), *_SLASH_LIST.finditer(text)):
         # "X, Y" is too often two clauses; a list has three items, counted outside their
         # parentheticals ("compiler (cc/gcc, or $CC), loads it" has two).
@@ -155,7 +165,7 @@ def _items(listing: str) -> list[str]:
     ("norm layers (LayerNorm, GroupNorm, RMSNorm)")."""
     names = [
         item.strip(" ,.()")
-        for item in re.split(r"\s*(?:,|/|\band\b|\bor\b)\s*", _PARENTHETICAL.sub("", listing))
+        for item in re.split(r"\s*(?:,|/|&|\band\b|\bor\b)\s*", _PARENTHETICAL.sub("", listing))
     ]
     for inner in _PARENTHETICAL.finditer(listing):
         for nested in (*_COMMA_LIST.finditer(inner.group()), *_SLASH_LIST.finditer(inner.group())):

@@ -112,9 +112,18 @@ def has_gpu_cfg(attrs: tuple[str, ...]) -> bool:
     return any("cfg" in attr and GPU_FEATURE.search(_cfg_parts(attr)[0]) for attr in attrs)
 
 
+# A GPU library's feature: with it off the code still runs on the GPU, without that
+# library (candle's `#[cfg(not(feature = "cudnn"))]` conv2d is its own CUDA kernels').
+_GPU_LIBRARY_FEATURE = re.compile(r'^feature\s*=\s*"(?:cudnn|nccl)[\w-]*"$')
+
+
 def is_cpu_build(attrs: tuple[str, ...]) -> bool:
-    """An item compiled only when the GPU feature is off: the "no CUDA" side."""
-    return any("cfg" in attr and GPU_FEATURE.search(_cfg_parts(attr)[1]) for attr in attrs)
+    """An item compiled only when a GPU backend's feature is off: the "no CUDA" side."""
+    return any(
+        "cfg" in attr
+        and any(not _GPU_LIBRARY_FEATURE.match(m.group()) for m in GPU_FEATURE.finditer(_cfg_parts(attr)[1]))
+        for attr in attrs
+    )
 
 
 _NEGATION = re.compile(r"\bnot\s*\(")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from dataclasses import replace
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -35,7 +36,7 @@ from app.checks.model import (
 
 # Part of the facts cache key, with the source of this file and of the modules it
 # imports: bump it when the facts change without an edit there (a new tree-sitter grammar).
-EXTRACTOR_VERSION = "52"
+EXTRACTOR_VERSION = "53"
 
 _TEXT_CAP = 400  # longest condition / pattern / macro-argument text kept
 # A type that is a GPU device, backend or runtime (`Cuda`, `Wgpu<f32>`, `WgpuRuntime`,
@@ -908,16 +909,146 @@ def _expansion_calls(root: Node, blank: bytes) -> dict[str, list[Call]]:
     return found
 
 
-def _template_of(row: int, template_rows: list[tuple[int, int]], source: bytes) -> str:
-    """The name of the `macro_rules!` macro whose expansion the row is in, "" when none."""
+class _TemplateSpan(NamedTuple):
+    name: str
+    first: int
+    last: int
+    offset: int  # of its `macro_rules!`
+
+
+def _template_spans(template_rows: list[tuple[int, int]], source: bytes) -> list[_TemplateSpan]:
+    """Each spliced `macro_rules!` definition: its name, rows and offset."""
+    line_starts = [0, *(m.end() for m in re.finditer(rb"\n", source))]
+    spans = []
     for first, last in template_rows:
-        if first <= row <= last:
-            start = 0
-            for _ in range(first - 1):
-                start = source.index(b"\n", start) + 1
-            named = _MACRO_RULES_NAME.search(source, start)
-            return named.group(1).decode() if named else ""
-    return ""
+        named = _MACRO_RULES_NAME.search(source, line_starts[first - 1])
+        if named:
+            spans.append(_TemplateSpan(named.group(1).decode(), first, last, named.start()))
+    return spans
+
+
+def _template_at(row: int, spans: list[_TemplateSpan]) -> _TemplateSpan | None:
+    """The innermost `macro_rules!` definition whose expansion the row is in (a template
+    may define a macro of its own), None when none."""
+    holding = [span for span in spans if span.first <= row <= span.last]
+    return max(holding, key=lambda span: span.first, default=None)
+
+
+def _template_of(row: int, spans: list[_TemplateSpan]) -> str:
+    span = _template_at(row, spans)
+    return span.name if span else ""
+
+
+def _local_macro(macro: str, row: int, spans: list[_TemplateSpan]) -> _TemplateSpan | None:
+    """The definition of ``macro`` inside the template around ``row`` (cubecl's
+    `testgen_binary!` defines the `add_test!` it invokes), None when it is not defined
+    there."""
+    outer = _template_at(row, spans)
+    return next(
+        (
+            span
+            for span in spans
+            if outer and span.name == macro and outer.first < span.first and span.last <= outer.last
+        ),
+        None,
+    )
+
+
+# `macro_rules! test_powi_impl { ($test_name:ident, ..) => { pub fn $test_name<R: Runtime>(..) {..} } }`
+# invoked as `test_powi_impl!(test_powi, F, [..]);`: the function the invocation names.
+_NAMED_BY_FIRST_ARGUMENT = re.compile(rb"macro_rules!\s*\w+\s*[{(\[]\s*\(\s*\$(\w+)\s*:\s*ident\b")
+_FIRST_ARGUMENT = re.compile(rb"^\(\s*([A-Za-z_]\w*)\s*[,)]")
+
+
+def _named_by_first_argument(fn: Function, span: _TemplateSpan, source: bytes) -> bool:
+    """Whether the template defines ``fn`` under the name its first argument gives."""
+    named = _NAMED_BY_FIRST_ARGUMENT.match(source, span.offset)
+    return named is not None and fn.name == "_" + named.group(1).decode()
+
+
+def _named_templates(
+    functions: list[Function], spans: list[_TemplateSpan], source: bytes
+) -> dict[str, list[Function]]:
+    """By macro name, the functions a `macro_rules!` expansion defines under the name
+    its first argument gives (`fn $test_name`)."""
+    found: dict[str, list[Function]] = {}
+    for fn in functions:
+        span = _template_at(fn.line, spans) if fn.name.startswith("_") else None
+        if span and _named_by_first_argument(fn, span, source):
+            # Named after its macro (`test_powi_impl!`): what its invocations call.
+            fn.name = f"{span.name}!"
+            found.setdefault(span.name, []).append(fn)
+    return found
+
+
+def _local_tests(
+    template: str,
+    local: _TemplateSpan,
+    args: Node,
+    test_templates: list[tuple[str, Function]],
+    spans: list[_TemplateSpan],
+    source: bytes,
+) -> list[tuple[str, Function]]:
+    """The tests `add_test!(test_powi)` writes out in ``template``'s expansion, of the
+    `add_test!` it defines (``local``): each of its test functions, the one its first
+    argument names under that name."""
+    named = _FIRST_ARGUMENT.match(args.text or b"")
+    found = []
+    for name, test in test_templates:
+        if name != local.name or _template_at(test.line, spans) != local:
+            continue
+        if _named_by_first_argument(test, local, source):
+            if named is None:
+                continue
+            test = _renamed(test, named.group(1).decode())
+        found.append((template, test))
+    return found
+
+
+def _of_a_local(template: str, test: Function, nested: set[_TemplateSpan]) -> bool:
+    """Whether the test is one of a macro that another template defines, as written."""
+    return any(span.name == template and span.first <= test.line <= span.last for span in nested)
+
+
+def _renamed(fn: Function, name: str) -> Function:
+    """A copy of a template's function under the name an invocation gives it; calls of
+    the metavariable's name (`binary::$test_name::<R>(client)`) call that name."""
+    calls = [call._replace(name=name) if call.name == fn.name else call for call in fn.calls]
+    return replace(fn, name=name, calls=calls)
+
+
+def _instances(templates: list[Function], node: Node, args: Node, modules: tuple[str, ...]) -> list[Function]:
+    """The functions an item-level invocation of such a macro defines: each makes the
+    template's calls, so that a test calling `binary::test_powi` reaches the kernel the
+    template launches, and calls the template, which is reached when one of them is.
+    Placed at the invocation, with no body of their own: the template's code is checked
+    where it is written."""
+    named = _FIRST_ARGUMENT.match(args.text or b"")
+    if named is None:
+        return []
+    row, end = node.start_point.row + 1, node.end_point.row + 1
+    return [
+        replace(
+            template,
+            name=named.group(1).decode(),
+            modules=modules,
+            line=row,
+            fn_line=row,
+            end_line=end,
+            body_line=row,
+            text=b"",
+            doc=(),
+            calls=[Call(template.name, "", False, 0), *(call._replace(offset=0) for call in template.calls)],
+            macros=[],
+            arms=[],
+            branches=[],
+            regions=[],
+            comments=[],
+            literals=[],
+            signals=[],
+        )
+        for template in templates
+    ]
 
 
 def _within(row: int, spans: list[tuple[int, int]]) -> bool:
@@ -944,10 +1075,14 @@ def extract(source: bytes) -> FileFacts:
         (b"proptest!", _spliced_proptest_blocks, proptest_rows),
     ):
         spliced_source = splice(source, tree.root_node) if marker in source else None
-        if spliced_source is not None:
+        while spliced_source is not None:
             source, spliced_rows = spliced_source
             rows.extend(spliced_rows)
             tree = parser.parse(source)
+            # A `macro_rules!` in a template's body (cubecl's `add_test!` in
+            # `testgen_binary!`) is a definition once that body is spliced.
+            spliced_source = splice(source, tree.root_node) if marker == b"macro_rules!" else None
+    macro_spans = _template_spans(template_rows, as_written)
 
     matches = QueryCursor(_query()).matches(tree.root_node)
 
@@ -1067,7 +1202,7 @@ def extract(source: bytes) -> FileFacts:
         )
         if _within(first_line, template_rows) and any(map(TEST_ATTR.search, attrs)):
             # A test template: it is a test of where the macro is invoked, on that crate's device.
-            template = _template_of(first_line, template_rows, as_written)
+            template = _template_of(first_line, macro_spans)
             if template:
                 test_templates.append((template, function))
             continue
@@ -1139,6 +1274,7 @@ def extract(source: bytes) -> FileFacts:
             fn.calls.extend(c._replace(offset=m.offset) for m in invoked for c in expansions[m.name])
             fn.calls.sort(key=lambda call: call.offset)
     defined = {fn.name for fn in functions}
+    named_templates = _named_templates(functions, macro_spans, as_written) if macro_spans else {}
     item_macros: list[ItemMacro] = []
     template_calls: list[tuple[str, str]] = []
     for node, name_node, args in macros:
@@ -1148,16 +1284,30 @@ def extract(source: bytes) -> FileFacts:
             row = node.start_point.row + 1
             # In a template's body a macro is written out where the template is invoked,
             # not here: a test template it invokes is a test there only.
-            template = _template_of(row, template_rows, as_written)
+            template = _template_of(row, macro_spans)
+            local = _local_macro(macro_name, row, macro_spans) if template else None
             if not template:
                 item_macros.append(ItemMacro(macro_name, row, scope.modules, scope.outer_attrs))
+            elif local:
+                test_templates.extend(
+                    _local_tests(template, local, args, test_templates, macro_spans, as_written)
+                )
             elif not scope.in_a_function:
                 template_calls.append((template, macro_name))
             functions.extend(_generated_functions(node, name_node, args, blank, defined, file_attrs))
+            if not template and macro_name in named_templates:
+                functions.extend(_instances(named_templates[macro_name], node, args, scope.modules))
             gpu_sources.extend(_kernel_source_item(node, args))
             device_static = _device_static(args)
             if device_static:
                 gpu_aliases.append(device_static)
+    # A macro a template defines is written out only by that template, where it invokes it.
+    nested = {
+        inner
+        for inner in macro_spans
+        if any(o.first < inner.first <= inner.last <= o.last for o in macro_spans)
+    }
+    test_templates = [(name, test) for name, test in test_templates if not _of_a_local(name, test, nested)]
     for s in strings:
         fi = owner(s.start_byte)
         if fi >= 0:

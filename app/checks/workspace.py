@@ -204,6 +204,10 @@ def definition_keys(fn: Function) -> Iterator[Key]:
             yield ("d", fn.trait, fn.name)  # a default method: what a type that does not override it runs
     else:
         yield ("f", fn.name)
+        if any(map(gpu_code.KERNEL_ATTR.search, fn.attrs)):
+            # `#[cube] fn kernel` also defines `kernel_expand`, which other kernels and
+            # a compiled shader's `expand` call (cubecl before its `kernel::expand` form).
+            yield ("f", f"{fn.name}_expand")
 
 
 @dataclass(slots=True)
