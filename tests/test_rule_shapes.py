@@ -707,9 +707,8 @@ def test_a_function_a_template_writes_out_does_not_expand_the_macros_it_invokes(
         }
         """
     (template,) = extract(code).functions
-    # `$name` is unbound where the template is written (the function is named after its
-    # macro): `upload!` is expanded where it is used
-    assert template.name == "define_portable!"
+    # `$name` is unbound where the template is written: `upload!` is expanded where it is used
+    assert template.name == "_name"
     assert template.calls == []
 
 

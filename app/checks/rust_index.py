@@ -970,15 +970,21 @@ def _named_templates(
     functions: list[Function], spans: list[_TemplateSpan], source: bytes
 ) -> dict[str, list[Function]]:
     """By macro name, the functions a `macro_rules!` expansion defines under the name
-    its first argument gives (`fn $test_name`)."""
+    its first argument gives (`fn $test_name`) and that launch a kernel: cubecl's test
+    routines. Other such helpers (candle's `extract_dims!(dims4, ..)`) are left to the
+    name as written: their instances would only widen the walk."""
     found: dict[str, list[Function]] = {}
     for fn in functions:
         span = _template_at(fn.line, spans) if fn.name.startswith("_") else None
-        if span and _named_by_first_argument(fn, span, source):
+        if span and _launches(fn) and _named_by_first_argument(fn, span, source):
             # Named after its macro (`test_powi_impl!`): what its invocations call.
             fn.name = f"{span.name}!"
             found.setdefault(span.name, []).append(fn)
     return found
+
+
+def _launches(fn: Function) -> bool:
+    return any(signal.kind == "launch" for signal in fn.signals)
 
 
 def _local_tests(
