@@ -4147,6 +4147,11 @@ def test_a_claim_naming_a_folder_of_gpu_code_is_about_the_code_in_it() -> None:
     files = {"src/kernel/index/select.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
     body = "Migrate wgsl index shaders to gpu representation."
     assert claims_of(body, files) == [("wgsl index", True)]
+    # candle's "full quantized matmul kernels for cuda": not all of `quantized/` is matmul.
+    quantized = {"src/quantized/cuda.rs": KERNEL, "tests/gpu.rs": GPU_TEST}
+    assert claims_of("Add the full quantized matmul kernels for cuda.", quantized) == [
+        ("quantized matmul", False)
+    ]
 
 
 def test_a_title_of_fixes_under_a_backends_label_is_about_that_backend() -> None:

@@ -1223,18 +1223,13 @@ def _building(subject: list[str], candidates: list[IndexedFunction]) -> list[Ind
 def _in_a_folder_named(
     subject: list[str], candidates: list[IndexedFunction], findings: list[Finding]
 ) -> list[IndexedFunction]:
-    """The diff's GPU code in the folder a subject word names, when no function's name
-    does: "Migrate wgsl index shaders to gpu representation" is about burn's
-    `kernel/index/` (`repeat.rs`, `select.rs`, ..)."""
-    work = _gpu_code(candidates, findings)
-    best: list[IndexedFunction] = []
-    for word in subject:
-        if len(word) < 4:
-            continue
-        inside = [f for f in work if word in f.path.lower().split("/")[:-1]]
-        if inside and (not best or len(inside) < len(best)):
-            best = inside
-    return best
+    """The diff's GPU code in the folder the subject's last word names, when no
+    function's name does: "Migrate wgsl index shaders to gpu representation" is about
+    burn's `kernel/index/` (`repeat.rs`, `select.rs`, ..). A word before it qualifies the
+    thing named: "quantized matmul" is not all of `quantized/`."""
+    if not subject or len(subject[-1]) < 4:
+        return []
+    return [f for f in _gpu_code(candidates, findings) if subject[-1] in f.path.lower().split("/")[:-1]]
 
 
 def _partly_named(
