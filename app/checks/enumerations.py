@@ -45,9 +45,10 @@ _HEAD_DONE = re.compile(
 # "8 mixed-precision PTX kernels covering add/mul/div": a counted set of kernels whose
 # members the list names, each one claimed.
 _COUNTED_KERNELS = re.compile(r"\b\d+\s+(?:[\w-]+\s+){0,3}?(?:kernels|ops)\s+(?:covering|for)\s*$", re.I)
-# "Fix two cuda bugs (matmul and where_cond)": a count of things, then each one named.
+# "Fix two cuda bugs (matmul and where_cond)": a count of fixes, then each one named. Not
+# of kernels: "improvements to 5 sibling kernels (LOG_F64_PTX, ..)" says where, not what.
 _COUNTED_PARENTHETICAL = re.compile(
-    r"(?P<head>\b(?:two|three|four|five|\d+)\s+(?:[\w-]+\s+){0,2}?(?:bugs|fixes|kernels|ops|shaders|issues))"
+    r"(?P<head>\b(?:two|three|four|five|\d+)\s+(?:[\w-]+\s+){0,2}?(?:bugs|fixes|issues))"
     rf"\s*\((?P<items>{_NAME}(?:\s*(?:,|\band\b|&)\s*{_NAME})+)\)",
     re.I,
 )
